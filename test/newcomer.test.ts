@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { BINARY, call, ROOT, runBinary, spawnServer, tempDir } from './harness'
+import { BROWSER_SKIP, launchBrowser } from './browser'
 
 let dir: string
 let server: Awaited<ReturnType<typeof spawnServer>>
@@ -145,5 +146,35 @@ describe('fixloop --help', () => {
       for (const sub of subs) if (!line.includes(sub) && !(sub.endsWith('-failed') && line.includes(sub.split('-')[0]))) missing.push(`${group} ${sub}`)
     }
     expect(missing).toEqual([])
+  }, 60_000)
+})
+
+describe('the widget on a page its App does not accept', () => {
+  test.skipIf(!!BROWSER_SKIP)('keeps the report queued, as for a network error, and tells the integrator in the console to check the allowed origins', async () => {
+    const org = await cli('org', 'create', '--name', 'Newcomer')
+    const app = await cli('app', 'create', '--org', org.id, '--name', 'Shop', '--allowed-origins', 'https://shop.example')
+    // The integrator's page, served from another origin than fixloop's (as on a real site).
+    const page = `<!doctype html><meta charset="utf-8"><h1>Shop</h1><script src="${server.url}/widget.js" data-public-key="${app.publicKey}" async></script>`
+    const site = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response(page, { headers: { 'content-type': 'text/html' } }) })
+    const browser = await launchBrowser()
+    try {
+      const tab = await browser.newPage()
+      const warnings: string[] = []
+      tab.on('console', (m) => {
+        if (m.type() === 'warning') warnings.push(m.text())
+      })
+      await tab.goto(`http://127.0.0.1:${site.port}/`)
+      await tab.getByRole('button', { name: 'Report a problem' }).click()
+      await tab.getByLabel('Describe the problem').fill('Refused for its origin')
+      await tab.getByRole('button', { name: 'Send' }).click()
+      await tab.getByText('You seem to be offline').waitFor({ timeout: 20_000 })
+      const hint = `[fixloop] ${server.url} answers, but the browser refused its answer to this page: is http://127.0.0.1:${site.port} one of the App's allowed origins?`
+      const deadline = Date.now() + 10_000
+      while (!warnings.some((w) => w.startsWith(hint)) && Date.now() < deadline) await Bun.sleep(50)
+      expect(warnings.filter((w) => w.startsWith('[fixloop]'))).toEqual([expect.stringContaining(hint)])
+    } finally {
+      await browser.close()
+      site.stop(true)
+    }
   }, 60_000)
 })
