@@ -11,14 +11,15 @@ if ! command -v bun >/dev/null 2>&1; then
 fi
 echo "install.sh: bun $(bun --version)" >&2
 
-# The agent sandbox (docs/agents.md): `fixloop serve` refuses to start without bubblewrap.
+# The agent sandbox (docs/agents.md): without bubblewrap, `fixloop serve` refuses to start once an App
+# has a repository connected (automatic fixes); reports are taken without it.
 if ! command -v bwrap >/dev/null 2>&1; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
     echo "install.sh: installing bubblewrap (the agent sandbox)" >&2
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap) >&2 ||
-      echo "install.sh: could not install bubblewrap; install it before running fixloop serve" >&2
+      echo "install.sh: could not install bubblewrap; install it before connecting a repository (automatic fixes need the sandbox)" >&2
   else
-    echo "install.sh: bubblewrap (bwrap) is missing: sudo apt-get install bubblewrap before running fixloop serve" >&2
+    echo "install.sh: bubblewrap (bwrap) is missing: sudo apt-get install bubblewrap before connecting a repository (automatic fixes need the sandbox)" >&2
   fi
 fi
 

@@ -29,13 +29,13 @@ Commands:
   serve           run the HTTP API and the worker
   org             create or list Orgs
   key             create, list, rotate or revoke sk_ API keys
-  app             create, update, list, rotate-secret or delete Apps
-  admin           create, list or remove dashboard admins, change their role, reset a password
-  webhook         create, list, delete webhook endpoints; delivery log, redeliver, rotate, test
+  app             create, update, list, rotate-secret or delete Apps; connect-repo, disconnect-repo, rotate-webhook-secret, smtp, smtp-test, triage-reset
+  admin           create, list or remove dashboard admins, change their role, reset-password
+  webhook         create, list, delete webhook endpoints; deliveries (the log), redeliver, rotate-secret, test, enable
   audit           export the audit log of an Org as JSON lines (fixloop audit export --org ORG_ID), or match an erasure (audit digest)
-  feedback        triage near-duplicates: suggestions, merge, reject-suggestion
+  feedback        triage near-duplicates (suggestions, merge, reject-suggestion), mark a lead fixed (resolve)
   chatops         connect Slack (fixloop chatops slack --help)
-  tracker         connect an issue tracker (GitHub, GitLab, Gitea, Jira, Linear), push a report
+  tracker         connect an issue tracker (GitHub, GitLab, Gitea, Jira, Linear), show, disconnect, push a report, rotate-webhook-secret
   migrate         apply database migrations
   migrate-db      copy the data dir's SQLite into an empty PostgreSQL (--to postgres://…), verified
   backup          write one archive: database + uploaded files + manifest
@@ -137,6 +137,16 @@ async function main(argv: string[]): Promise<void> {
 // Every file fixloop creates is owner-only (the data dir's files set their own modes too; this also
 // covers what libraries and SQLite create, and backup archives).
 process.umask(0o077)
+/**
+ * Where the ids an unknown-id error wants are listed: "unknown org: acme" is most often a name given
+ * where the id goes, and the operator is left to find the command that shows the ids.
+ */
+const LISTED_BY: Partial<Record<string, string>> = {
+  org_not_found: 'the Org ids: fixloop org list',
+  app_not_found: 'the App ids: fixloop app list --org ORG_ID',
+  key_not_found: 'the key ids: fixloop key list --org ORG_ID',
+}
+
 exitQuietlyOnClosedOutput(process.argv[2] === 'serve')
 setDataDirNotices((line) => process.stderr.write(line))
 main(process.argv.slice(2)).catch((e: unknown) => {
@@ -144,7 +154,8 @@ main(process.argv.slice(2)).catch((e: unknown) => {
   if (e instanceof ApiError && e.status < 500) {
     const d = (e.details as { reason?: string; issues?: { message: string }[] } | undefined) ?? {}
     const extra = d.reason ?? d.issues?.map((i) => i.message).join('; ')
-    process.stderr.write(`fixloop: ${e.message} (${e.code}${extra ? `: ${extra}` : ''})\n`)
+    const list = LISTED_BY[e.code]
+    process.stderr.write(`fixloop: ${e.message} (${e.code}${extra ? `: ${extra}` : ''})${list ? `; ${list}` : ''}\n`)
     leave(2)
   }
   if (e instanceof UsageError || e instanceof ConfigError) {

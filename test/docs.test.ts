@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Browser } from 'playwright-core'
 import { call, seedTenant, startTestServer, type TestServer } from './harness'
 import { BROWSER_SKIP, launchBrowser } from './browser'
+import { brokenDocLinks } from './doc-links'
 
 let srv: TestServer
 let browser: Browser
@@ -176,5 +177,23 @@ describe('responses match their documented schemas', () => {
     expect([...Value.Errors(FeedbackPage, page.body)].map((e) => `${e.path}: ${e.message}`)).toEqual([])
     const patched = await call(srv.url, 'PATCH', `/v1/feedback/${plain.body.id}`, { auth: t.key, body: { status: 'archived' } })
     expect(Value.Check(PatchResponse, patched.body)).toBe(true)
+  })
+})
+
+describe('links in README.md and docs/*.md', () => {
+  test('every relative link names a file that exists, and every #anchor a heading (or <a id>) of its page', () => {
+    expect(brokenDocLinks()).toEqual([])
+  })
+
+  test('the check itself: a missing file, a missing anchor and a heading\'s GitHub slug are told apart', () => {
+    const pages = new Map([
+      ['docs/a.md', '# Title\n## Backup and restore (`fixloop backup`)\n## Twice\n## Twice\n<a id="kept"></a>\n```\n## Not a heading\n```\n'],
+      ['README.md', '[ok](docs/a.md#backup-and-restore-fixloop-backup) [second](docs/a.md#twice-1) [id](docs/a.md#kept) [code](docs/a.md#not-a-heading) [gone](docs/b.md) [self](#nowhere)'],
+    ])
+    expect(brokenDocLinks(pages)).toEqual([
+      'README.md:1: docs/a.md#not-a-heading: no such heading',
+      'README.md:1: docs/b.md: no such file',
+      'README.md:1: #nowhere: no such heading',
+    ])
   })
 })

@@ -275,6 +275,14 @@ function checkUsage(cmd: string, values: Record<string, unknown>, positionals: s
   if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}" for "fixloop ${cmd}"`)
 }
 
+/** Where the value a missing flag wants comes from, when another command lists it. */
+function missingHint(message: string): string {
+  if (message === 'missing --org') return ' (the Org ids: fixloop org list)'
+  if (message === 'missing APP_ID argument') return ' (the App ids: fixloop app list --org ORG_ID)'
+  if (message === 'missing KEY_ID argument') return ' (the key ids: fixloop key list --org ORG_ID)'
+  return ''
+}
+
 function need<T>(value: T | undefined, what: string): T {
   if (value === undefined || value === '') throw new UsageError(`missing ${what}`)
   return value
@@ -411,6 +419,11 @@ export async function runTenantCommand(group: 'org' | 'key' | 'app', argv: strin
       default:
         throw new UsageError(`unknown command "fixloop ${cmd}"\n\n${TENANT_HELP[group]}`)
     }
+  } catch (e) {
+    // A missing flag or id is a newcomer's first mistake: "missing --org" alone says neither where the
+    // id comes from nor what else the command takes, so the command's own usage follows it.
+    if (e instanceof UsageError && e.message.startsWith('missing ')) throw new UsageError(`${e.message}${missingHint(e.message)}\n\n${commandHelp(group, sub)}`)
+    throw e
   } finally {
     await closeContext(ctx)
   }

@@ -47,8 +47,15 @@ function bearerToken(header: string | null): string {
 /** Enforces allowedOrigins when the App has a non-empty list (spec 7: missing Origin is refused too). */
 export function checkOrigin(app: KnownApp, origin: string | null): void {
   if (app.allowedOrigins.size === 0) return
-  if (origin === null || !app.allowedOrigins.has(origin)) throw new ApiError('origin_not_allowed', { origin })
+  if (origin === null) throw new ApiError('origin_not_allowed', { origin }, NO_ORIGIN)
+  if (!app.allowedOrigins.has(origin)) throw new ApiError('origin_not_allowed', { origin }, `The Origin ${origin} is not one of this App's allowed origins (fixloop app update APP_ID --allowed-origins …).`)
 }
+
+/**
+ * A curl or backend script has no Origin: the default message ("The Origin is not allowed") reads as if
+ * it had a wrong one, and the fix (send one of the App's origins, or empty the list) was in security.md only.
+ */
+const NO_ORIGIN = 'This App accepts requests only from its allowed origins and this request has no Origin header: a server-side submitter sends one of them as Origin (docs/security.md, "Browsers and CORS").'
 
 export interface WidgetCaller {
   app: KnownApp

@@ -20,6 +20,7 @@ import { LIMITS } from '../core/limits'
 import { newId } from '../core/ids'
 import type { Logger } from '../core/logger'
 import { parseStrictJson } from './strict-json'
+import { invalidQuery } from './query'
 import { repeatedQueryParameter } from './repeated-query'
 import { bodyOnBodylessRoute } from './bodyless'
 import { nulInUrl } from './url-nul'
@@ -119,6 +120,21 @@ function queryParameterHolding(request: Request, value: unknown): string | undef
   return undefined
 }
 
+/**
+ * A query parameter's issue, said as one. Its path (`/appId`) reads like a body field's, so TypeBox's
+ * "Property 'appId' is missing" sent callers of `POST /v1/tokens/mint` to put appId in the JSON body,
+ * where it is refused again with the same words.
+ */
+function queryIssueMessage({ path, message }: { path: string; message: string }): string {
+  const missing = /^Property '(.+)' is missing$/.exec(message)
+  if (missing) return `query parameter ${missing[1]} is missing: add ?${missing[1]}=… to the URL`
+  const unknown = /^Property '(.+)' should not be provided$/.exec(message)
+  if (unknown) return `${unknown[1]} is not a query parameter of this route`
+  const name = path.slice(1)
+  if (!name) return `query string: ${message}`
+  return message.startsWith(`${name} `) ? `query parameter ${message}` : `query parameter ${name}: ${message}`
+}
+
 function toApiError(code: string | number, error: unknown, request?: Request): ApiError {
   if (error instanceof ApiError) return error
   // Elysia wraps anything thrown by a parse hook in ParseError; our own parse errors (413 for a chunked
@@ -132,6 +148,11 @@ function toApiError(code: string | number, error: unknown, request?: Request): A
     const issues = issuesOf(error)
     const name = error.type === 'property' && request ? queryParameterHolding(request, error.value) : undefined
     if (name !== undefined) for (const issue of issues) if (issue.path === '/') issue.path = `/${name}`
+    if (error.type === 'query') {
+      for (const issue of issues) issue.message = queryIssueMessage(issue)
+      return invalidQuery(issues)
+    }
+    if (name !== undefined) return invalidQuery(issues)
     return new ApiError('invalid_body', { issues })
   }
   if (code === 'PARSE') return new ApiError('invalid_body', { issues: [{ path: '/', message: 'malformed JSON' }] })

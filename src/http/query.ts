@@ -6,6 +6,14 @@
  */
 import { ApiError } from '../core/errors'
 
+/**
+ * 400 invalid_body about the query string, said so: the code is the spec's for any input that fails its
+ * schema, but its default message names the request body, which sent callers looking in the wrong place.
+ */
+export function invalidQuery(issues: { path: string; message: string }[]): ApiError {
+  return new ApiError('invalid_body', { issues }, 'A query parameter is not valid (see details.issues).')
+}
+
 export interface IntRange {
   min: number
   max: number
@@ -18,7 +26,7 @@ export interface IntRange {
 export function readIntQuery(request: Request, name: string, { min, max }: IntRange, fallback: number): number {
   const values = new URL(request.url).searchParams.getAll(name)
   if (values.length === 0) return fallback
-  const fail = (message: string) => new ApiError('invalid_body', { issues: [{ path: `/${name}`, message }] })
+  const fail = (message: string) => invalidQuery([{ path: `/${name}`, message }])
   if (values.length > 1) throw fail('must be given once')
   const n = /^[0-9]{1,15}$/.test(values[0]) ? Number(values[0]) : NaN
   if (!Number.isSafeInteger(n) || n < min || n > max) throw fail(`must be an integer from ${min} to ${max}`)
@@ -35,7 +43,7 @@ const DECIMAL = /^(?:[0-9]{1,20}(?:\.[0-9]{1,20})?|\.[0-9]{1,20})(?:[eE][-+]?[0-
 export function readNumberQuery(request: Request, name: string, { min, max }: IntRange): number | undefined {
   const values = new URL(request.url).searchParams.getAll(name)
   if (values.length === 0) return undefined
-  const fail = (message: string) => new ApiError('invalid_body', { issues: [{ path: `/${name}`, message }] })
+  const fail = (message: string) => invalidQuery([{ path: `/${name}`, message }])
   if (values.length > 1) throw fail('must be given once')
   const n = DECIMAL.test(values[0]) ? Number(values[0]) : NaN
   if (!Number.isFinite(n) || n < min || n > max) throw fail(`must be a number from ${min} to ${max}`)

@@ -5,6 +5,7 @@
  */
 import { ApiError } from '../core/errors'
 import { declaredQueryOf } from './url-nul'
+import { invalidQuery } from './query'
 
 /** The refusal for a routed request naming one of its route's query parameters twice, else undefined. */
 export function repeatedQueryParameter(method: string, route: string, url: string): ApiError | undefined {
@@ -17,7 +18,7 @@ export function repeatedQueryParameter(method: string, route: string, url: strin
   if (declared.length === 0) return undefined
   const params = new URLSearchParams(url.slice(queryStart + 1))
   for (const name of declared) {
-    if (params.getAll(name).length > 1) return new ApiError('invalid_body', { issues: [{ path: `/${name}`, message: 'must be given once' }] })
+    if (params.getAll(name).length > 1) return invalidQuery([{ path: `/${name}`, message: 'must be given once' }])
   }
   return undefined
 }

@@ -6,6 +6,7 @@
  */
 import { ApiError } from '../core/errors'
 import { NUL, NUL_MESSAGE } from '../core/nul'
+import { invalidQuery } from './query'
 
 /** "GET /v1/feedback" → the query parameters the route's schema declares. Filled when the app is built. */
 const declaredQuery = new Map<string, readonly string[]>()
@@ -38,7 +39,7 @@ export function nulInUrl(method: string, route: string, url: string, query: Reco
   const pathEnd = queryStart === -1 ? url.length : queryStart
   if (url.slice(pathStart, pathEnd).includes('%00')) return new ApiError('invalid_id', undefined, `The path ${NUL_MESSAGE}.`)
   for (const name of declaredQueryOf(method, route)) {
-    if (holdsNul(query[name])) return new ApiError('invalid_body', { issues: [{ path: `/${name}`, message: `${name} ${NUL_MESSAGE}` }] })
+    if (holdsNul(query[name])) return invalidQuery([{ path: `/${name}`, message: `query parameter ${name} ${NUL_MESSAGE}` }])
   }
   return undefined
 }

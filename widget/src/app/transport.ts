@@ -254,8 +254,30 @@ export async function sendReport(http: typeof fetch, report: QueuedReport, pageT
   } catch (e) {
     if (e instanceof OtherUser) return { kind: 'held', status: 0, code: 'other_user', message: e.message }
     const f = e instanceof HttpFailure ? e : new HttpFailure(0, 'network_error', String(e))
+    if (f.status === 0) void hintRefusedOrigin(http, report.endpoint)
     const retryable = f.status === 0 || f.status >= 500 || f.status === 429 || f.status === 408
     return { kind: retryable ? 'later' : 'rejected', status: f.status, code: f.code, message: f.message }
+  }
+}
+
+let originHinted = false
+
+/**
+ * A network error while fixloop answers its own script: the browser refused fixloop's answer to this page,
+ * most often because the page's origin is not among the App's allowed origins (the preflight is refused,
+ * so the 403 origin_not_allowed never reaches the page, and the reporter reads "You seem to be offline").
+ * The report stays queued, since a proxy's error page without CORS headers looks the same, but the
+ * integrator gets one line in the console saying where to look. Once per page.
+ */
+async function hintRefusedOrigin(http: typeof fetch, endpoint: string): Promise<void> {
+  if (originHinted) return
+  originHinted = true
+  try {
+    // widget.js is readable from every origin: its answer proves fixloop is reachable from here.
+    const res = await http(`${endpoint}/widget.js`, { method: 'HEAD', cache: 'no-store' })
+    if (res.ok) console.warn(`[fixloop] ${endpoint} answers, but the browser refused its answer to this page: is ${location.origin} one of the App's allowed origins? (fixloop app update APP_ID --allowed-origins …; docs/widget.md, "Install")`)
+  } catch {
+    // Unreachable too: offline indeed, nothing to hint.
   }
 }
 
