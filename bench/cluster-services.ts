@@ -3,6 +3,7 @@
  * PostgreSQL (test/pg-server.ts: fsync off), optionally with pg_stat_statements preloaded (one restart),
  * a redis-server and s3rver with the `feedback` bucket, all on loopback. `stop` ends them in reverse order.
  */
+import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -47,6 +48,25 @@ export async function startClusterServices(opts: { statements: boolean }): Promi
   } catch (e) {
     await stop()
     throw e
+  }
+}
+
+/**
+ * The settings of a fixloop node on these services and the database `url`: a fresh master key, quiet logs,
+ * no agent sandbox; `extra` adds or overrides (a bench's rate-limit multiplier, log level).
+ */
+export function nodeEnv(services: ClusterServices, url: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    FIXLOOP_DATABASE_URL: url,
+    FIXLOOP_REDIS_URL: services.redis.url,
+    FIXLOOP_MASTER_KEY: randomBytes(32).toString('hex'),
+    FIXLOOP_S3_ENDPOINT: `http://127.0.0.1:${services.s3Port}`,
+    FIXLOOP_S3_BUCKET: 'feedback',
+    FIXLOOP_S3_ACCESS_KEY: 'S3RVER',
+    FIXLOOP_S3_SECRET_KEY: 'S3RVER',
+    FIXLOOP_LOG_LEVEL: 'silent',
+    FIXLOOP_AGENT_SANDBOX: 'off',
+    ...extra,
   }
 }
 

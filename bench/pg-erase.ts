@@ -17,13 +17,12 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { randomBytes } from 'node:crypto'
 import { loadConfig } from '../src/config'
 import { Logger } from '../src/core/logger'
 import { startServer } from '../src/runtime/server'
 import { createTenantsService } from '../src/modules/tenants/service'
 import { openPool } from '../src/db/pg/client-options'
-import { startClusterServices } from './cluster-services'
+import { startClusterServices, nodeEnv } from './cluster-services'
 import { cleanup, compact } from '../src/db/sql/report-removal'
 
 const N = Math.min(100_000, Number(process.argv[2] ?? 10_000))
@@ -37,18 +36,7 @@ const services = await startClusterServices({ statements: true })
 const dataDir = mkdtempSync(join(tmpdir(), 'fixloop-pg-erase-'))
 try {
   const url = await services.pg.createDatabase('erase', { migrated: true })
-  const env = {
-    FIXLOOP_DATABASE_URL: url,
-    FIXLOOP_REDIS_URL: services.redis.url,
-    FIXLOOP_MASTER_KEY: randomBytes(32).toString('hex'),
-    FIXLOOP_S3_ENDPOINT: `http://127.0.0.1:${services.s3Port}`,
-    FIXLOOP_S3_BUCKET: 'feedback',
-    FIXLOOP_S3_ACCESS_KEY: 'S3RVER',
-    FIXLOOP_S3_SECRET_KEY: 'S3RVER',
-    FIXLOOP_RATE_LIMIT_MULTIPLIER: '100000',
-    FIXLOOP_LOG_LEVEL: 'silent',
-    FIXLOOP_AGENT_SANDBOX: 'off',
-  }
+  const env = nodeEnv(services, url, { FIXLOOP_RATE_LIMIT_MULTIPLIER: '100000' })
   const config = loadConfig({ host: '127.0.0.1', port: '0', dataDir }, env)
   const server = await startServer(config, { log: new Logger('silent'), worker: { autoStart: false } })
   const db = openPool(url, 2)

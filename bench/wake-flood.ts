@@ -16,10 +16,9 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { randomBytes } from 'node:crypto'
 import { RedisClient } from 'bun'
 import { openPool } from '../src/db/pg/client-options'
-import { freePort, startClusterServices, waitReady } from './cluster-services'
+import { freePort, startClusterServices, waitReady, nodeEnv } from './cluster-services'
 
 const WINDOW_MS = Math.min(10_000, Number(process.argv[2] ?? 2_000))
 const BIN = process.env.FIXLOOP_BIN ?? join(import.meta.dir, '..', 'dist', 'fixloop')
@@ -32,17 +31,7 @@ try {
     const url = await services.pg.createDatabase(`flood_${name}`, { migrated: true })
     const db = openPool(url, 2)
     await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements')
-    const env = {
-      FIXLOOP_DATABASE_URL: url,
-      FIXLOOP_REDIS_URL: services.redis.url,
-      FIXLOOP_MASTER_KEY: randomBytes(32).toString('hex'),
-      FIXLOOP_S3_ENDPOINT: `http://127.0.0.1:${services.s3Port}`,
-      FIXLOOP_S3_BUCKET: 'feedback',
-      FIXLOOP_S3_ACCESS_KEY: 'S3RVER',
-      FIXLOOP_S3_SECRET_KEY: 'S3RVER',
-      FIXLOOP_LOG_LEVEL: 'warn',
-      FIXLOOP_AGENT_SANDBOX: 'off',
-    }
+    const env = nodeEnv(services, url, { FIXLOOP_LOG_LEVEL: 'warn' })
     const nodes: { proc: ReturnType<typeof Bun.spawn>; dir: string }[] = []
     try {
       for (let i = 0; i < 2; i++) {
