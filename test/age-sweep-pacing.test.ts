@@ -45,7 +45,7 @@ describe('batchPacer', () => {
 })
 
 describe('an age sweep under intake', () => {
-  function sweepOver(total: number, intake: IntakeCommitTimes, msPerReport: number) {
+  function sweepOver(total: number, intake: Pick<IntakeCommitTimes, 'msSinceIntakeCommit'>, msPerReport: number) {
     let left = total
     const limits: number[] = []
     const sweep = createAgeSweep(
@@ -71,20 +71,18 @@ describe('an age sweep under intake', () => {
   }
 
   test('while intake commits, no batch holds the thread much longer than BUSY_BATCH_MS, and the sweep still finishes', async () => {
-    const intake = new IntakeCommitTimes()
-    const beat = setInterval(() => intake.noteIntakeCommit(false), 5)
-    try {
-      const { sweep, limits } = sweepOver(600, intake, 0.02)
-      const started = performance.now()
-      expect(await sweep.sweep()).toBe(600)
-      const ms = performance.now() - started
-      // 600 reports × 0.02 ms = 12 ms of work, spread to take at most BUSY_SHARE of the time.
-      expect(ms).toBeGreaterThan(12 / BUSY_SHARE / 2)
-      expect(Math.max(...limits.slice(1))).toBeLessThanOrEqual(Math.ceil((BUSY_BATCH_MS * 1.5) / 0.02))
-      expect(limits.length).toBeGreaterThan(600 / 200)
-    } finally {
-      clearInterval(beat)
-    }
+    // Intake committed a moment ago, all along. Not a real IntakeCommitTimes fed by a 5 ms interval: on a
+    // loaded machine the interval (or the sweep's own thread) stalled past BUSY_WINDOW_MS, intake looked quiet
+    // for that moment, and a whole batch of 200 came, as it should for quiet intake (a CI-like run under load).
+    const intake = { msSinceIntakeCommit: () => 0 }
+    const { sweep, limits } = sweepOver(600, intake, 0.02)
+    const started = performance.now()
+    expect(await sweep.sweep()).toBe(600)
+    const ms = performance.now() - started
+    // 600 reports × 0.02 ms = 12 ms of work, spread to take at most BUSY_SHARE of the time.
+    expect(ms).toBeGreaterThan(12 / BUSY_SHARE / 2)
+    expect(Math.max(...limits.slice(1))).toBeLessThanOrEqual(Math.ceil((BUSY_BATCH_MS * 1.5) / 0.02))
+    expect(limits.length).toBeGreaterThan(600 / 200)
   })
 
   test('when intake is quiet, whole batches back to back', async () => {

@@ -52,15 +52,17 @@ function connect(overrides: Partial<ConnectionInput>) {
     hostToken: TOKEN,
     agent: 'command',
     timeoutSeconds: 30,
+    // More runs than the default 20 a day: this file's cases are 21 runs of one App.
+    runsPerDay: 100,
     ...overrides,
   } as ConnectionInput)
 }
 
-async function runWith(agentCommand: string, text: string) {
+async function runWith(agentCommand: string, text: string, timeoutMs?: number) {
   await connect({ agentCommand })
   const r = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text } })
   expect(r.status).toBe(201)
-  return (await runEnd(srv, t.key, r.body.id)).run
+  return (await runEnd(srv, t.key, r.body.id, timeoutMs)).run
 }
 
 describe('secrets the agent holds never reach the pushed change', () => {
@@ -189,17 +191,23 @@ describe('a huge file is refused by its size before git reads it', () => {
   })
 
   test('50,000 sparse files the repository ignores by a pattern are judged in seconds (git was asked about them 200 at a time, each call re-reading their folder: minutes, a million of them hours)', async () => {
+    const files = (size: string, y: number) => `printf '*.bin\\n' > .gitignore && mkdir -p out && (cd out && seq -f 'f%06g.bin' 1 50000 | xargs truncate -s ${size}) && echo 'export const y = ${y}' >> src/app.js`
+    // The same run with files under the size limit first: the clone, the agent's 50,000 truncates, the size
+    // walk, add -A and the push, on this machine at this moment, with no large file for git to judge.
+    const baselineStarted = Date.now()
+    const baseline = await runWith(files('2K', 5), 'Shipping labels cut off the last line of long addresses', 90_000)
+    const baselineMs = Date.now() - baselineStarted
+    expect(baseline.status).toBe('succeeded')
     const started = Date.now()
-    const run = await runWith(
-      `printf '*.bin\\n' > .gitignore && mkdir -p out && (cd out && seq -f 'f%06g.bin' 1 50000 | xargs truncate -s 2M) && echo 'export const y = 4' >> src/app.js`,
-      'Invoice PDFs render Korean street names as empty boxes',
-    )
+    const run = await runWith(files('2M', 4), 'Invoice PDFs render Korean street names as empty boxes', 90_000)
+    const ms = Date.now() - started
     expect({ status: run.status, reason: run.guardrailReason }).toEqual({ status: 'succeeded', reason: null })
     expect(branchExists(bare, run.branch)).toBe(true)
-    // Not a speed target: the old walk took ~40 s for these alone (and hours for a million); judged in
-    // seconds now, so 30 s leaves room for a loaded CI machine and still tells the two apart.
-    expect(Date.now() - started).toBeLessThan(30_000)
-  }, 120_000)
+    // Not a speed target: the old walk took ~40 s for these alone on a quiet machine (and hours for a million),
+    // and under load did not end within a minute. Against the baseline, not a fixed 30 s: under CI-like load
+    // this run took 19.5-27.5 s of those 30 (the baseline 11-15 s), and the baseline slows with it.
+    expect(ms).toBeLessThan(3 * baselineMs + 10_000)
+  }, 240_000)
 })
 
 describe('the output scrubber sees the text as it is stored', () => {

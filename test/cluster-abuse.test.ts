@@ -45,6 +45,39 @@ afterAll(async () => {
   removeDirs()
 })
 
+/** The sizes of the repeat tracker's sets of an App in Redis (`fixloop:rt:<App id>:t:…` and `…:l:…`). */
+async function repeatSets(appId: string): Promise<{ key: string; size: number }[]> {
+  const client = new RedisClient(redis.url)
+  try {
+    const keys = (await client.send('KEYS', [`fixloop:rt:${appId}:*`])) as string[]
+    return await Promise.all(keys.map(async (key) => ({ key, size: Number(await client.send('ZCARD', [key])) })))
+  } finally {
+    client.close()
+  }
+}
+
+let markers = 0
+/**
+ * Waits until node B has read back the counts of `appId`'s repeat sets after both nodes' addresses reached
+ * Redis (its largest text set `texts` members, its largest site set `sites`): then two reports at B (another
+ * App, a text of their own) each seen pushed in turn. B's tick pushes, then reads back, and its next tick
+ * starts after it ended: the tick that pushed the first began after the sets were full, and had read them
+ * back before the tick that pushed the second.
+ */
+async function heardAtB(appId: string, texts: number, sites: number): Promise<void> {
+  const largest = (sets: { key: string; size: number }[], kind: string) => Math.max(0, ...sets.filter((x) => x.key.includes(`:${kind}:`)).map((x) => x.size))
+  await eventually(async () => {
+    const sets = await repeatSets(appId)
+    return (largest(sets, 't') >= texts && largest(sets, 'l') >= sites) || (await Bun.sleep(100), false)
+  }, 20_000)
+  for (let i = 0; i < 2; i++) {
+    const before = (await repeatSets(app.id)).length
+    const word = ['kiwi', 'mango', 'papaya', 'quince', 'guava', 'lychee'][markers++ % 6]
+    expect(await report(nodes[1], `198.18.0.${markers}`, `a marker report about the ${word} page layout`)).toBe(201)
+    await eventually(async () => (await repeatSets(app.id)).length > before || (await Bun.sleep(100), false), 20_000)
+  }
+}
+
 /** The maxnumber a challenge from `address` at `node` asks for now. */
 async function difficultyAt(node: Node, address: string): Promise<number> {
   const r = await call(node.url, 'GET', '/v1/widget/challenge', { auth: app.publicKey, headers: { 'x-forwarded-for': address } })
@@ -87,8 +120,11 @@ describe('the abuse defence counts every node', () => {
     // Scored without address_flood: a spam phrase (0.30) and no widget signals (0.15), and from the 11th on
     // a raised proof of work (0.15): 0.60 at most, not spam. With it (0.45) it is.
     for (let i = 0; i < 11; i++) expect(await report(i % 2 === 0 ? a : b, '198.51.100.80', `online casino bonus number ${i} for you`, flooded)).toBe(201)
-    // Node B has heard of node A's 6 within a second or two: its 6th is the address's 12th of the minute.
-    await Bun.sleep(2_500)
+    // Node B has heard of node A's 6 (its own 5 and A's 6 in its report budget: x4), and so of A's 6 in the same
+    // meter's minute count, pushed and read back with them; its 6th is then the address's 12th of the minute.
+    // Asked, not slept: a fixed 2.5 s for a push and a read back a second apart each was short on a loaded machine.
+    const budgetAtB = async () => (await call(b.url, 'GET', '/v1/widget/challenge', { auth: flooded.publicKey, headers: { 'x-forwarded-for': '198.51.100.80' } })).body.challenge.maxnumber as number
+    await eventually(async () => (await budgetAtB()) >= 4 * POW_MAXNUMBER.normal || (await Bun.sleep(200), false), 20_000)
     expect(await report(b, '198.51.100.80', 'online casino bonus number 11 for you', flooded)).toBe(201)
     const rows = await pool.query<{ spam_reasons: string | null }>('SELECT spam_reasons FROM feedback WHERE app_id = $1', [flooded.id])
     expect(rows.rows).toHaveLength(12)
@@ -127,7 +163,9 @@ describe('the abuse defence counts every node', () => {
     const links = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel', 'india'].map((w) => `online casino ${w} offer at https://spam-site.example/${w}`)
     for (let i = 0; i < 8; i++) expect(await report(i < 4 ? a : b, `192.0.2.${10 + i}`, links[i], target)).toBe(201)
     // Node B heard of node A's addresses within a second or two: the next one at B is the 5th and the 9th.
-    await Bun.sleep(2_500)
+    // Seen, not slept (a fixed 2.5 s for a push and a read back a second apart each was short on a loaded
+    // machine): both nodes' addresses in Redis, then two of B's pushes after that (heardAtB).
+    await heardAtB(target.id, 4, 8)
     expect(await report(b, '192.0.2.5', same, target)).toBe(201)
     expect(await report(b, '192.0.2.30', links[8], target)).toBe(201)
     // Each node saw at most 3 senders of the text and 5 linkers of the site: counting alone, neither fired.

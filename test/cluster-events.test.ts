@@ -170,11 +170,12 @@ describe('event news between two nodes', () => {
     } finally {
       forger.close()
     }
-    // A genuine event after the flood reaches a stream on the other node (generous: the poll would too).
+    // A genuine event after the flood reaches a stream on the other node (generous: the poll would too; 15 s
+    // for two binary nodes on a loaded machine just after the flood, where the wake-up or poll is not timed).
     const stream = await SseClient.open(`${c.b.url}/v1/events/stream?after=0`, c.key)
     try {
       await submit(c.a.url, c.pub, 0)
-      await eventually(() => (stream.messages.some((m) => m.event === 'feedback.received') ? true : undefined), 5_000)
+      await eventually(() => (stream.messages.some((m) => m.event === 'feedback.received') ? true : undefined), 15_000)
     } finally {
       await stream.close()
     }

@@ -4,7 +4,7 @@
  * on its roles before its leases can have passed to another node, and takes them back when it can. Each
  * "node" is a coordinator on its own pool, as separate processes would be.
  */
-import { afterAll, expect, test } from 'bun:test'
+import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { storeOf } from './dialects'
 import type { Pool } from 'pg'
 import { freshStore } from './dialects'
@@ -15,6 +15,10 @@ import { ClusterCoordinator, ROLES, newNodeInfo, type Role } from '../src/nodes/
 import { Logger } from '../src/core/logger'
 
 const LEASE_MS = 600
+// PostgreSQL started (and its migrated template made) before the first case, outside the cases' budgets: on a
+// loaded CI machine that alone took 15 s of the first case's 20 (a CI-like run timed it out, and the cases
+// after it failed on the server the file end was stopping).
+beforeAll(() => freshStore('pg'), 120_000)
 const pools: Pool[] = []
 const coordinators: ClusterCoordinator[] = []
 afterAll(async () => {
@@ -26,10 +30,11 @@ async function node(url: string) {
   const pool = openPool(url, 2)
   pools.push(pool)
   const changes: [Role, boolean][] = []
-  const c = new ClusterCoordinator(storeOf(pgStorage(pool)).nodes, newNodeInfo(), new Logger('silent'), { leaseMs: LEASE_MS })
+  const info = newNodeInfo()
+  const c = new ClusterCoordinator(storeOf(pgStorage(pool)).nodes, info, new Logger('silent'), { leaseMs: LEASE_MS })
   c.onRoleChange((role, held) => changes.push([role, held]))
   coordinators.push(c)
-  return { c, pool, changes }
+  return { c, pool, changes, id: info.id }
 }
 
 const heldBy = (nodes: { c: ClusterCoordinator }[]) => ROLES.map((r) => nodes.filter((n) => n.c.holds(r)).length)
@@ -43,23 +48,24 @@ test('two nodes: every role held by exactly one of them, spread 1 + 1; a clean s
   expect(ROLES.map((r) => a.c.holds(r))).toEqual([true, true])
   expect(a.changes).toEqual(ROLES.map((r) => [r, true]))
   await b.c.start()
-  await eventually(() => (b.c.status().roles.length === 1 ? true : undefined), 5_000)
+  await eventually(() => (b.c.status().roles.length === 1 ? true : undefined), 15_000)
   expect(heldBy([a, b])).toEqual([1, 1])
   // `dispatch` is the first role given up; `maintenance` stays.
   expect(a.c.holds('maintenance')).toBe(true)
   expect(b.c.holds('dispatch')).toBe(true)
   expect(a.c.liveNodes()).toBe(2)
-  const t0 = Date.now()
   await a.c.stop()
   // `dispatch` given up for `b` earlier, the other two at the stop.
   expect(a.changes.filter(([, held]) => !held).map(([r]) => r).sort()).toEqual(['dispatch', 'maintenance'])
-  await eventually(() => (ROLES.every((r) => b.c.holds(r)) ? true : undefined), 3_000)
-  // Well within one lease period: the stop released the leases instead of letting them run out.
-  expect(Date.now() - t0).toBeLessThan(LEASE_MS + 600)
+  // The stop released its leases (expiry 0: free at once) instead of leaving them to run out. Read in the
+  // database, not timed: a bound of LEASE_MS + 600 ms on the hand-over measured a loaded machine's beats too.
+  const left = (await pools[1].query<{ name: string; expires_at: string }>('SELECT name, expires_at FROM leases WHERE holder = $1', [a.id])).rows
+  expect(left.filter((l) => Number(l.expires_at) !== 0)).toEqual([])
+  await eventually(() => (ROLES.every((r) => b.c.holds(r)) ? true : undefined), 15_000)
   const tokens = (await pools[1].query<{ name: string; token: number }>('SELECT name, token FROM leases ORDER BY name')).rows
   // Every role changed holder at least once since it was first taken: its fencing token rose.
   expect(tokens.filter((t) => t.name !== 'dispatch').every((t) => t.token >= 2)).toBe(true)
-}, 20_000)
+}, 60_000)
 
 /** A login role of its own for a node, so that one node alone can be cut off. */
 async function nodeUrl(admin: Pool, base: string, name: string): Promise<string> {
@@ -80,7 +86,7 @@ test('a node cut off from the database stops acting on its roles before the leas
   const b = await node(await nodeUrl(admin, s.location, 'node_b'))
   await a.c.start()
   await b.c.start()
-  await eventually(() => (b.c.status().roles.length === 1 ? true : undefined), 5_000)
+  await eventually(() => (b.c.status().roles.length === 1 ? true : undefined), 15_000)
   expect(a.c.holds('maintenance')).toBe(true)
   // Node `a` loses its database: its connections are ended and new ones refused. Ended until none is
   // left: a connection that passed its login check just before NOLOGIN shows its user in

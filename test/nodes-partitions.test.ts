@@ -3,7 +3,7 @@
  * spread over the live nodes (each partition held by exactly one), rebalance when a node joins, move at once
  * when a node stops cleanly, and are taken over after a lease period when a node dies (issue 38.2).
  */
-import { afterAll, expect, test } from 'bun:test'
+import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Pool } from 'pg'
 import { freshStore, storeOf } from './dialects'
 import { eventually } from './harness'
@@ -17,6 +17,9 @@ import type { PgStorage } from '../src/db/pg/storage'
 import { insertReport, seedOrgApp, sql } from './repos/store-fixtures'
 
 const LEASE_MS = 600
+// PostgreSQL started (and its migrated template made) before the first case, outside the cases' budgets: on a
+// loaded CI-like machine that took 15 s, and the first case 17 s of its 20.
+beforeAll(() => freshStore('pg'), 120_000)
 const pools: Pool[] = []
 afterAll(async () => {
   for (const p of pools) await p.end().catch(() => {})
@@ -44,21 +47,24 @@ test('partitions spread over the live nodes, each held once; a joining node gets
   await a.leases.start()
   // All of them (a lease counts as held until a fifth of its period before it runs out: on a loaded
   // machine the first of 16 serial acquisitions can already be past that when the last returns).
-  await eventually(() => (a.leases.partitions().length === PARTITIONS ? true : undefined), 5_000)
+  await eventually(() => (a.leases.partitions().length === PARTITIONS ? true : undefined), 15_000)
   live.n = 2
   const b = node(s.location, 'node_b', live)
   await b.leases.start()
   // The first node lets its extra half go at its next beat; the newcomer takes them at one of its own.
-  await eventually(() => (a.leases.partitions().length === PARTITIONS / 2 && b.leases.partitions().length === PARTITIONS / 2 && exactlyOnce([a, b]) ? true : undefined), 5_000)
+  await eventually(() => (a.leases.partitions().length === PARTITIONS / 2 && b.leases.partitions().length === PARTITIONS / 2 && exactlyOnce([a, b]) ? true : undefined), 15_000)
   live.n = 1
-  const t0 = Date.now()
   await a.leases.stop()
   expect(a.leases.partitions()).toEqual([])
-  await eventually(() => (b.leases.partitions().length === PARTITIONS ? true : undefined), 5_000)
-  // Well within one lease period of the stop: released, not run out.
-  expect(Date.now() - t0).toBeLessThan(LEASE_MS * 3)
+  // Released at the stop (expiry 0: free at once), not left to run out. Read in the database, not timed: a
+  // bound of three lease periods on the hand-over measured a loaded machine's beats too.
+  const check = openPool(s.location, 1)
+  pools.push(check)
+  const left = (await check.query<{ name: string; expires_at: string }>("SELECT name, expires_at FROM leases WHERE holder = 'node_a'")).rows
+  expect(left.filter((l) => Number(l.expires_at) !== 0)).toEqual([])
+  await eventually(() => (b.leases.partitions().length === PARTITIONS ? true : undefined), 15_000)
   await b.leases.stop()
-}, 20_000)
+}, 60_000)
 
 test('a dead node (no more beats, no release): its partitions are taken over once their lease runs out, never before', async () => {
   const s = await freshStore('pg')
@@ -67,7 +73,7 @@ test('a dead node (no more beats, no release): its partitions are taken over onc
   const b = node(s.location, 'node_b', live)
   await a.leases.start()
   await b.leases.start()
-  await eventually(() => (exactlyOnce([a, b]) && b.leases.partitions().length === PARTITIONS / 2 ? true : undefined), 5_000)
+  await eventually(() => (exactlyOnce([a, b]) && b.leases.partitions().length === PARTITIONS / 2 ? true : undefined), 15_000)
   const aHeld = a.leases.partitions()
   // `a` dies: its timer stops, nothing is released.
   await (a.leases as unknown as { beats: BeatLoop }).beats.stop()
@@ -81,7 +87,7 @@ test('a dead node (no more beats, no release): its partitions are taken over onc
   // While a's leases are valid, b takes none of them.
   await b.leases.round()
   if (Date.now() - died < LEASE_MS - 100) expect(b.leases.partitions().filter((p) => aHeld.includes(p))).toEqual([])
-  await eventually(() => (b.leases.partitions().length === PARTITIONS ? true : undefined), 5_000)
+  await eventually(() => (b.leases.partitions().length === PARTITIONS ? true : undefined), 15_000)
   // Each taken over once it ran out, never before: b acquired it (database clock) at or after its expiry.
   const taken = (await pool.query<{ name: string; holder: string; acquired_at: string }>('SELECT name, holder, acquired_at FROM leases WHERE name = ANY($1)', [[...expiries.keys()]])).rows
   expect(taken).toHaveLength(expiries.size)
@@ -90,7 +96,7 @@ test('a dead node (no more beats, no release): its partitions are taken over onc
     expect(Number(t.acquired_at)).toBeGreaterThanOrEqual(expiries.get(t.name)!)
   }
   await b.leases.stop()
-}, 20_000)
+}, 60_000)
 
 test('a claimer holding some partitions takes the process jobs of their Apps only (fair claim and queue-order claim alike)', async () => {
   const s = await freshStore('pg')

@@ -224,13 +224,16 @@ describe.skipIf(Boolean(skip))('the removal log (real PostgreSQL)', () => {
     const marks = createPgSpamMarks(pool)
     const spam = new SpamShare({ repo: { ...marks, decidedSince: (since, limit) => (spamReads++, marks.decidedSince(since, limit)) }, load: () => {}, clock: systemClock, log: new Logger('silent') })
     const FLOOD_MS = 1_000
-    const until = performance.now() + FLOOD_MS
+    const began = performance.now()
+    const until = began + FLOOD_MS
     while (performance.now() < until) {
       for (let i = 0; i < 50; i++) void follower.wake(), void spam.wake()
       await new Promise((r) => setImmediate(r))
     }
     await Promise.all([follower.wake(), spam.wake()])
-    const most = Math.ceil(FLOOD_MS / WOKEN_GAP_MS) + 3
+    // One read a gap over the time the flood and its last reads really took: a loaded machine's stall past
+    // `until` (or in the last reads) is time in which spaced reads may come too (19 of a fixed 23 under load).
+    const most = Math.ceil((performance.now() - began) / WOKEN_GAP_MS) + 3
     expect(logReads).toBeLessThanOrEqual(most)
     expect(spamReads).toBeLessThanOrEqual(most)
     // Still read: the last wake-up of the flood is answered.

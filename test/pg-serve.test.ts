@@ -222,7 +222,9 @@ describe('serve on PostgreSQL (compiled binary)', () => {
       const ms = performance.now() - t0
       expect(ready.status).toBe(503)
       expect(ready.body.error.details.checks.database.ok).toBe(false)
-      expect(ms).toBeLessThan(5_000)
+      // The check's own 2 s (PG_READINESS_TIMEOUT_MS, and readiness's 3 s per check behind it), for a loaded
+      // machine 7 s (3.1 s under CI-like load, when the bound was 5 s); with both raised to 30 s it hangs 30 s.
+      expect(ms).toBeLessThan(7_000)
       for (const pid of stalled) process.kill(pid, 'SIGCONT')
       await Promise.all(inFlight)
       await eventually(async () => (await call(node.url, 'GET', '/readyz')).status === 200, 20_000)

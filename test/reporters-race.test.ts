@@ -137,17 +137,22 @@ test('a reporter who keeps submitting while erased: the call still ends (what ex
       await new Promise((r) => setTimeout(r, 1))
     }
   })()
+  // The call must answer while the reporter is still submitting (before the fix it never did); the cap only
+  // ends the test. Not 90 s: the reports made within the id clock's margin of the call's start (all of them
+  // "existed when it began") are its to erase, 15,000-30,000 of them, and under CI-like load that took 86 s
+  // (25 s beside one other file).
+  const CAP_MS = 170_000
   const began = performance.now()
   const answer = await Promise.race([
     call(server.url, 'POST', '/v1/reporters/erase', { auth: t.key, body: { externalUserId: uid } }),
-    new Promise<null>((r) => setTimeout(() => r(null), 90_000)),
+    new Promise<null>((r) => setTimeout(() => r(null), CAP_MS)),
   ])
   const tookMs = performance.now() - began
   submitting = false
   await submitter
   expect(answer).not.toBeNull()
   expect(answer!.status).toBe(200)
-  expect(tookMs).toBeLessThan(90_000)
+  expect(tookMs).toBeLessThan(CAP_MS)
   // What existed when the call began is gone whatever came after.
   expect(answer!.body.erased).toBeGreaterThanOrEqual(ERASE_BATCH)
   // The rest goes with the next call, which ends too (nobody submits now).
@@ -155,4 +160,4 @@ test('a reporter who keeps submitting while erased: the call still ends (what ex
   expect(again.status).toBe(200)
   expect(answer!.body.erased + again.body.erased).toBe(ERASE_BATCH + made)
   expect(await dbRows(server.ctx, 'SELECT id FROM feedback WHERE external_user_id = ?', [uid])).toEqual([])
-}, 180_000)
+}, 240_000)

@@ -465,7 +465,7 @@ describe('the loop (real clock)', () => {
         other.query("INSERT INTO jobs (kind, feedback_id, run_after, created_at) VALUES ('process', ?, ?, ?)").run(id, now, now)
       })()
       other.close()
-      await eventually(() => feedbackRow(sqliteOf(poller.ctx), id).status === 'awaiting_manual', 3000)
+      await eventually(() => feedbackRow(sqliteOf(poller.ctx), id).status === 'awaiting_manual', 15_000)
       expect(feedbackRow(sqliteOf(poller.ctx), id).text).toBe('from elsewhere [REDACTED:email]')
     } finally {
       await poller.close()
