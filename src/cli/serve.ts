@@ -8,7 +8,7 @@ import { StartupError } from '../core/startup-error'
 import { startServer, STOP_BUDGET_MS } from '../runtime/server'
 import { parseFlags } from './args'
 import { createBlobStore } from '../blobs/index'
-import { adminFromEnv, setupLink } from '../modules/admins/bootstrap'
+import { adminFromEnv, setupLink, setupLinkBase } from '../modules/admins/bootstrap'
 import { closeContext, openContext } from '../runtime/open'
 import { ensureDemoApp } from './demo'
 import { SERVE_HELP } from './serve-help'
@@ -113,8 +113,11 @@ async function printFirstAdminHint(config: Readonly<Config>, running: Awaited<Re
     if ((await running.services.admins.count()) === 0) process.stdout.write('fixloop: no admin yet, and password sign-in is off: create one who signs in with SSO: fixloop admin create --email EMAIL --no-password\n')
     return
   }
-  const link = await setupLink(running.services.admins, config.publicUrl ?? running.url)
-  if (link) process.stdout.write(`fixloop: no admin yet. Open this single-use link within 30 minutes to create one:\n  ${link}\n`)
+  const { base, wildcard } = setupLinkBase(config.publicUrl, running.url)
+  const link = await setupLink(running.services.admins, base)
+  if (!link) return
+  process.stdout.write(`fixloop: no admin yet. Open this single-use link within 30 minutes to create one:\n  ${link}\n`)
+  if (wildcard) process.stdout.write(`  (this server listens on every address: from another machine, put the address it reaches this one at in place of ${new URL(base).hostname}, or set FIXLOOP_PUBLIC_URL)\n`)
 }
 
 /** The outermost directory of `path` that does not exist yet (what creating it would create), if any. */

@@ -20,6 +20,22 @@ export async function adminFromEnv(admins: AdminsService, audit: AuditLog, env: 
   return created
 }
 
+/**
+ * Where the setup link points: FIXLOOP_PUBLIC_URL when set, else the listening address. A server listening
+ * on every address (`--host 0.0.0.0`, the container image's default, or `::`) would print
+ * `http://0.0.0.0:8080/…`, which is no address to browse to (browsers refuse or mistreat it): the link
+ * names the loopback address instead, which a browser on the same machine (or through `docker run -p` or
+ * an SSH forward of the port) reaches; `wildcard` says so, for the hint printed with it.
+ */
+export function setupLinkBase(publicUrl: string | undefined, listeningUrl: string): { base: string; wildcard: boolean } {
+  if (publicUrl) return { base: publicUrl, wildcard: false }
+  const url = new URL(listeningUrl)
+  if (url.hostname === '0.0.0.0') url.hostname = '127.0.0.1'
+  else if (url.hostname === '[::]') url.hostname = '[::1]'
+  else return { base: listeningUrl, wildcard: false }
+  return { base: url.origin, wildcard: true }
+}
+
 /** With no admin at all, a single-use setup link (30 minutes); otherwise undefined. */
 export async function setupLink(admins: AdminsService, baseUrl: string): Promise<string | undefined> {
   if ((await admins.count()) > 0) return undefined
