@@ -199,7 +199,7 @@ describe.skipIf(Boolean(skip))('the removal log (real PostgreSQL)', () => {
     await stopping.wake()
     expect(await warnings()).toBe(1)
     // The spam marks' reader (src/abuse/spam-share.ts) stops the same way.
-    const spam = new SpamShare({ repo: createPgSpamMarks(lost), load: () => {}, clock: systemClock, log: new Logger('warn', (line) => void lines.push(line)) })
+    const spam = new SpamShare({ repo: createPgSpamMarks(lost), load: async () => 0, clock: systemClock, log: new Logger('warn', (line) => void lines.push(line)) })
     spam.start()
     spam.stop()
     await spam.wake()
@@ -222,7 +222,7 @@ describe.skipIf(Boolean(skip))('the removal log (real PostgreSQL)', () => {
       log: new Logger('silent'),
     })
     const marks = createPgSpamMarks(pool)
-    const spam = new SpamShare({ repo: { ...marks, decidedSince: (since, limit) => (spamReads++, marks.decidedSince(since, limit)) }, load: () => {}, clock: systemClock, log: new Logger('silent') })
+    const spam = new SpamShare({ repo: { ...marks, decidedSince: (since, limit) => (spamReads++, marks.decidedSince(since, limit)) }, load: async () => 0, clock: systemClock, log: new Logger('silent') })
     const FLOOD_MS = 1_000
     const began = performance.now()
     const until = began + FLOOD_MS

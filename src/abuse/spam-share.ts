@@ -55,9 +55,9 @@ export interface SpamShareDeps {
   /**
    * Replaces the App's spam texts in this node's ring, less what a "not spam" cleared (spam-ring.ts
    * `replaceInSlices`): resolves with the ms of this thread it worked (the waits between its slices left
-   * out); a load that returns nothing is timed whole.
+   * out).
    */
-  load(appId: string, marks: readonly { at: number; text: string }[], cleared: readonly { at: number; text: string }[]): Promise<number> | void
+  load(appId: string, marks: readonly { at: number; text: string }[], cleared: readonly { at: number; text: string }[]): Promise<number>
   clock: Clock
   log: Logger
   pollMs?: number
@@ -96,9 +96,7 @@ export class SpamShare extends WokenReader {
         const window = clock.now() - SPAM_RING_WINDOW_MS
         const marks = await repo.markedByHand(appId, window, SPAM_RING_SIZE)
         const cleared = await repo.clearedSince(appId, window)
-        const began = performance.now()
-        const sliced = this.deps.load(appId, marks, cleared)
-        work += sliced ? await sliced : performance.now() - began
+        work += await this.deps.load(appId, marks, cleared)
         this.loaded.set(appId, at)
       }
       for (const [appId, at] of this.loaded) if (at < since) this.loaded.delete(appId)

@@ -56,8 +56,6 @@ export class HeardSpacing {
     this.act(what, news)
   }
 
-  start(): void {}
-
   /** The node stops: acts waiting for their gap are dropped (the workers and the hub stop too). */
   stop(): void {
     for (const { timer } of this.waiting.values()) clearTimeout(timer)

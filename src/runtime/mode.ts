@@ -94,7 +94,7 @@ export interface ModeWorkers {
    * reports (src/nodes/removal-follower.ts) and spam marked by hand (src/abuse/spam-share.ts). server.ts
    * starts and stops them with the wake bus.
    */
-  followers?: { start(): void; stop(): void }[]
+  followers?: { start?(): void; stop(): void }[]
   /** Cluster mode: a spam decision by hand committed here (the other nodes are told: src/abuse/spam-share.ts). */
   spamDecided?: () => void
   /** Cluster mode: stops listening for this process's event commits (server.ts, at shutdown). */

@@ -198,7 +198,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   const { hub, webhookDispatcher: webhooks, slackNotifier: slack } = services
   hub.start()
   services.wakeBus?.start()
-  for (const f of services.followers ?? []) f.start()
+  for (const f of services.followers ?? []) f.start?.()
   const workersOn = options.worker?.autoStart !== false
   if (workersOn) {
     worker.start()
