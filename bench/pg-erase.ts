@@ -24,6 +24,7 @@ import { createTenantsService } from '../src/modules/tenants/service'
 import { openPool } from '../src/db/pg/client-options'
 import { startClusterServices, nodeEnv } from './cluster-services'
 import { cleanup, compact } from '../src/db/sql/report-removal'
+import { PG_ERASE_BATCH } from '../src/db/pg/reporters'
 
 const N = Math.min(100_000, Number(process.argv[2] ?? 10_000))
 const BACKGROUND = Math.min(1_000_000, Number(process.argv[3] ?? 300_000))
@@ -103,7 +104,7 @@ try {
     if (res.status !== 200 || body.erased !== mine) throw new Error(`erase: ${res.status} ${JSON.stringify(body)} (expected ${mine})`)
     const dbid = '(SELECT oid FROM pg_database WHERE datname = current_database())'
     const own = "query NOT LIKE '%pg_stat_statements%'"
-    const batches = Math.ceil(mine / 200)
+    const batches = Math.ceil(mine / PG_ERASE_BATCH)
     const calls = Number((await db.query(`SELECT COALESCE(sum(calls), 0) AS n FROM pg_stat_statements WHERE dbid = ${dbid} AND ${own}`)).rows[0].n)
     const top = (await db.query(`SELECT calls, round(total_exec_time::numeric, 1) AS ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 140) AS query FROM pg_stat_statements WHERE dbid = ${dbid} AND ${own} ORDER BY total_exec_time DESC LIMIT 10`)).rows
     const result = { reporter: mine, reports: total, seconds: Number(seconds.toFixed(2)), msPer1000: Math.round((seconds * 1e6) / mine), statementsPerBatch: Number((calls / batches).toFixed(1)) }

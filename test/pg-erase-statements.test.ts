@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Pool } from 'pg'
 import { openPool } from '../src/db/pg/client-options'
-import { ERASE_BATCH } from '../src/modules/reporters/service'
+import { PG_ERASE_BATCH as ERASE_BATCH } from '../src/db/pg/reporters'
 import { call, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { clusterEnv } from './cluster-env'
 import { pgMissingReason, startOwnPostgres, type PgServer } from './pg-server'
@@ -18,9 +18,12 @@ const skip = pgMissingReason()
 if (skip) console.warn(`pg-erase-statements: skipped: ${skip}`)
 
 const UID = 'erin-statements'
-/** Three batches; the newest batch's reports all lead a cluster of another reporter's duplicate. */
-const REPORTS = 2 * ERASE_BATCH + 50
-const BATCHES = Math.ceil(REPORTS / ERASE_BATCH)
+/**
+ * Three batches of PostgreSQL's 1,000 (ReportersRepo.eraseBatch; with SQLite's 200 it was 11 batches of ~41
+ * statements); the newest batch's reports all lead a cluster of another reporter's duplicate.
+ */
+const REPORTS = 2_050
+const BATCHES = 3
 
 describe.skipIf(Boolean(skip))('an erasure on PostgreSQL: statements per batch (real PostgreSQL, pg_stat_statements)', () => {
   let pg: PgServer

@@ -20,7 +20,12 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { PoolClient } from 'pg'
 import { call, eventually, seedTenant, startTestServer, type Tenant, type TestServer } from './harness'
 import { dbRow, dbRows, dbRun } from './sqlite-of'
-import { ERASE_BATCH } from '../src/modules/reporters/service'
+import { PG_ERASE_BATCH } from '../src/db/pg/reporters'
+import { SQLITE_ERASE_BATCH } from '../src/db/sqlite/reporters'
+import { TEST_DIALECT } from './cluster-env'
+
+/** The store's ReportersRepo.eraseBatch for the dialect this run's server uses. */
+const ERASE_BATCH = TEST_DIALECT === 'pg' ? PG_ERASE_BATCH : SQLITE_ERASE_BATCH
 
 const UID = 'racing-reporter-7'
 /** Three batches' worth: the loser of the first batch has more to do. */

@@ -46,9 +46,13 @@ async function lockAsMerges(client: PgQueryable, orgId: string, ids: readonly st
 }
 
 /** `lifecycle`: queues a promoted successor's `process` job in the removal's transaction. */
+/** ReportersRepo.eraseBatch on PostgreSQL. */
+export const PG_ERASE_BATCH = 1_000
+
 export function createPgReportersRepo(storage: PgStorage, lifecycle: Pick<PgLifecycle, 'enqueueProcessOf'>): ReportersRepo {
   const { pool } = storage
   return {
+    eraseBatch: PG_ERASE_BATCH,
     addressesOf: (orgId, ids) =>
       many(
         pool,

@@ -12,6 +12,9 @@ const DIALECT: RemovalDialect = {
 }
 
 /** `lifecycle`: queues a promoted successor's `process` job in the removal's transaction. */
+/** ReportersRepo.eraseBatch on SQLite. */
+export const SQLITE_ERASE_BATCH = 200
+
 export function createSqliteReportersRepo({ sqlite }: SqliteStorage, lifecycle: Pick<SqliteLifecycle, 'enqueueProcessOf'>): ReportersRepo {
   // Each statement takes (ids JSON, orgId[, (lead, successor) pairs JSON]) and binds the ones it uses.
   const prep = <R>(text: string) => {
@@ -56,6 +59,7 @@ export function createSqliteReportersRepo({ sqlite }: SqliteStorage, lifecycle: 
     return n
   })
   return {
+    eraseBatch: SQLITE_ERASE_BATCH,
     addressesOf: async (orgId, ids) => addresses.all(JSON.stringify(ids), orgId),
     forgetAddresses: async (pairs) => (pairs.length === 0 ? 0 : forget.immediate(pairs)),
     retainingApps: async () => retaining.all(),

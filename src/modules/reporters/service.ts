@@ -1,7 +1,7 @@
 /**
  * A reporter's data (CONTRACT "Retention and a reporter's data"): export every report of an end user
- * in an Org (or one App), or erase them. Erasure removes the reports for good, in batches of
- * ERASE_BATCH per transaction (ReportersRepo.removeReports says what goes with them), then their blobs;
+ * in an Org (or one App), or erase them. Erasure removes the reports for good, in batches of the store's
+ * `eraseBatch` per transaction (ReportersRepo.removeReports says what goes with them), then their blobs;
  * it is idempotent (a second call finds nothing) and audited without the identity in clear: the audit
  * entry holds how many reports went and a SHA-256 of the identifier, never the email or id itself.
  */
@@ -13,7 +13,6 @@ import type { Reporter, ReportersRepo } from './repo'
 import type { IntakeTurns } from '../../db/intake-turns'
 import { batchPacer, pause } from './age-sweep'
 
-export const ERASE_BATCH = 200
 /**
  * How many of the reporter's ids one read takes (newest first); the batches are then cut from them. Nothing
  * indexes a reporter's email or id, so each read goes through the Org's reports: read per batch, that was
@@ -107,7 +106,7 @@ export function createReportersService(deps: ReportersDeps) {
       // Paced as the report retention is (./age-sweep.ts): the erasure runs on the HTTP thread, and its
       // batches followed each other without ever yielding it: erasing a reporter of 20,000 reports held
       // every request (submissions, health checks, the dashboard) for the whole erasure, ~10 s.
-      const pacer = batchPacer(ERASE_BATCH, intake)
+      const pacer = batchPacer(repo.eraseBatch, intake)
       let pending: string[] = []
       // The ids of the last read and how many of them this call removed: a read that finds only ids the
       // previous one found, none of which could be removed, would find them for ever.
