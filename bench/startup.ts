@@ -55,6 +55,7 @@ async function serve(bin: string, dataDir: string): Promise<number> {
 type Case = { name: string; once: (bin: string, scratch: string, seeded: { dir: string; org: string; app: string }) => number | Promise<number> }
 const CASES: Case[] = [
   { name: 'version --json', once: (bin) => run([bin, 'version', '--json']).ms },
+  { name: 'serve --help', once: (bin) => run([bin, 'serve', '--help']).ms },
   { name: 'org create (fresh data dir)', once: (bin, scratch) => run([bin, 'org', 'create', '--name', 'x', '--json', '--data-dir', join(scratch, 'd')]).ms },
   { name: 'org create (existing)', once: (bin, scratch) => run([bin, 'org', 'create', '--name', 'x', '--json', '--data-dir', join(scratch, 'd')]).ms },
   { name: 'key create (existing)', once: (bin, scratch, s) => run([bin, 'key', 'create', '--org', s.org, '--json', '--data-dir', join(scratch, 'd')]).ms },
