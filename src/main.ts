@@ -80,7 +80,8 @@ async function main(argv: string[]): Promise<void> {
   for (const line of unknownSettingWarnings(process.env)) process.stderr.write(line + '\n')
   const [command, ...rest] = hoistGlobalFlags(argv)
   setProcessRole(command === 'serve' ? 'serve' : 'command')
-  if (command && process.env.FIXLOOP_DATABASE_URL && !rest.includes('--help') && !rest.includes('-h')) {
+  const asksHelp = rest.includes('--help') || rest.includes('-h')
+  if (command && process.env.FIXLOOP_DATABASE_URL && !asksHelp) {
     if (SQLITE_COMMANDS.has(command)) refuseOnPostgres(command, loadConfig({}))
     if (command === 'serve') requireClusterSettings(loadConfig({}))
   }
@@ -89,7 +90,7 @@ async function main(argv: string[]): Promise<void> {
   switch (command) {
     case 'serve':
       // Its help without the server's modules (~45 ms of loading for one screen of text).
-      if (rest.includes('--help') || rest.includes('-h')) return void process.stdout.write(SERVE_HELP + '\n')
+      if (asksHelp) return void process.stdout.write(SERVE_HELP + '\n')
       return (await import('./cli/serve')).runServe(rest)
     case 'org':
     case 'key':

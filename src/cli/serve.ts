@@ -11,20 +11,13 @@ import { createBlobStore } from '../blobs/index'
 import { adminFromEnv, setupLink, setupLinkBase } from '../modules/admins/bootstrap'
 import { closeContext, openContext } from '../runtime/open'
 import { ensureDemoApp } from './demo'
-import { SERVE_HELP } from './serve-help'
 
 /** How long past the stop budget the process waits before it leaves regardless (still under 10 s). */
 const STOP_BACKSTOP_EXTRA_MS = 1500
 
-
-export { SERVE_HELP }
-
+/** `--help` never reaches here: the dispatcher (main.ts) answers it without loading the server. */
 export async function runServe(argv: string[]): Promise<void> {
   const { values } = parseFlags(argv, { host: { type: 'string' }, port: { type: 'string' }, demo: { type: 'boolean' } })
-  if (values.help) {
-    process.stdout.write(SERVE_HELP + '\n')
-    return
-  }
   const config = loadConfig({ host: values.host, port: values.port, dataDir: values['data-dir'] })
   // A start refused for a busy port leaves nothing behind: the port is tried before the data dir is touched.
   refuseBusyPort(config.host, config.port)

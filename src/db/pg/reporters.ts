@@ -45,10 +45,10 @@ async function lockAsMerges(client: PgQueryable, orgId: string, ids: readonly st
   await client.query(ROWS_WRITTEN, [ids, orgId])
 }
 
-/** `lifecycle`: queues a promoted successor's `process` job in the removal's transaction. */
 /** ReportersRepo.eraseBatch on PostgreSQL. */
 export const PG_ERASE_BATCH = 1_000
 
+/** `lifecycle`: queues a promoted successor's `process` job in the removal's transaction. */
 export function createPgReportersRepo(storage: PgStorage, lifecycle: Pick<PgLifecycle, 'enqueueProcessOf'>): ReportersRepo {
   const { pool } = storage
   return {

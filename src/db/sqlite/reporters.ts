@@ -11,10 +11,10 @@ const DIALECT: RemovalDialect = {
   pairs: "(SELECT json_extract(value, '$[0]') AS lead, json_extract(value, '$[1]') AS next FROM json_each(?3)) AS p",
 }
 
-/** `lifecycle`: queues a promoted successor's `process` job in the removal's transaction. */
 /** ReportersRepo.eraseBatch on SQLite. */
 export const SQLITE_ERASE_BATCH = 200
 
+/** `lifecycle`: queues a promoted successor's `process` job in the removal's transaction. */
 export function createSqliteReportersRepo({ sqlite }: SqliteStorage, lifecycle: Pick<SqliteLifecycle, 'enqueueProcessOf'>): ReportersRepo {
   // Each statement takes (ids JSON, orgId[, (lead, successor) pairs JSON]) and binds the ones it uses.
   const prep = <R>(text: string) => {
