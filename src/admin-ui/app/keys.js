@@ -1,5 +1,5 @@
 // The Org's sk_ API keys (created with the plaintext shown once, revoked) and its audit log.
-import { useEffect, useState } from 'preact/hooks'
+import { useLayoutEffect, useState } from 'preact/hooks'
 import { api, qs } from '@fixloop/api'
 import { html, useAction, useLoad, ErrorBox, CopyField, fmtDate } from '@fixloop/ui'
 import { auditLabel, words, ACTOR_LABELS } from '@fixloop/labels'
@@ -33,8 +33,10 @@ export function KeysPage({ org }) {
   const [password, setPassword] = useState('')
   const [created, setCreated] = useState(null)
   const reauth = useReauth()
-  // Back from the identity provider: the name typed before is put back, to finish the creation.
-  useEffect(() => {
+  // Back from the identity provider: the name typed before is put back, to finish the creation. Before the
+  // page is painted (a layout effect): with a plain effect the confirmation showed beside an empty name for
+  // a frame, and a reader (or a test) that looked then found the name lost.
+  useLayoutEffect(() => {
     if (confirmedFor(reauth.data, 'key_create')) setName(sessionStorage.getItem(PENDING_NAME) || '')
   }, [reauth.data])
   const typeName = (value) => {
