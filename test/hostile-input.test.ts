@@ -200,6 +200,15 @@ describe('a field that takes one of a few values', () => {
     const list = await expectEnvelope(await fetch(`${base}/v1/feedback?includeDuplicates=yes`, { headers: { authorization: `Bearer ${key}` } }), 400, 'invalid_body')
     expect(JSON.stringify(list.error.details.issues)).not.toContain("'boolean', 'boolean'")
   })
+
+  test('left out, it is "is missing" like any other field, at every depth', async () => {
+    const upload = await expectEnvelope(await post('/v1/feedback/upload-url', pub, JSON.stringify({ contentType: 'image/png', byteSize: 5 })), 400, 'invalid_body')
+    expect(upload.error.details.issues).toEqual([{ path: '/kind', message: "Property 'kind' is missing" }])
+    const logs = await expectEnvelope(await post('/v1/feedback', pub, JSON.stringify({ text: 'a', consoleLogs: [{ message: 'm', ts: 1 }] })), 400, 'invalid_body')
+    expect(logs.error.details.issues).toEqual([{ path: '/consoleLogs/0/level', message: "Property 'consoleLogs.0.level' is missing" }])
+    const text = await expectEnvelope(await post('/v1/feedback', pub, JSON.stringify({ severity: 'low' })), 400, 'invalid_body')
+    expect(text.error.details.issues).toEqual([{ path: '/text', message: "Property 'text' is missing" }])
+  })
 })
 
 describe('a query parameter given twice', () => {

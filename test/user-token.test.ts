@@ -129,6 +129,18 @@ describe('user token rejections: all 401 invalid_user_token', () => {
     }
   })
 
+  test('sub: 256 characters are taken, 257 refused with a reason that names the limit', async () => {
+    const key = keyOf(a.secret)
+    const at = (sub: string) => signToken(key, { ...claimsFor(a.appId), sub })
+    expect((await submit(a.pub, await at('u'.repeat(256)))).status).toBe(201)
+    const r = await submit(a.pub, await at('u'.repeat(257)))
+    expect(r.status).toBe(401)
+    expectEnvelope(r, 'invalid_user_token')
+    expect(r.body.error.details.reason).toBe('sub must be at most 256 characters')
+    // An empty one is still told it must not be empty, not that it is too long.
+    expect((await submit(a.pub, await at(''))).body.error.details.reason).toBe('sub must be a non-empty string')
+  })
+
   test('a bad token on a public App is refused, not silently treated as a public submission', async () => {
     for (const token of [unsignedToken(claimsFor(a2.id)), await signToken(keyOf(a.secret), claimsFor(a2.id)), 'garbage']) {
       const r = await submit(a2.publicKey, token)

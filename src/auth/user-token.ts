@@ -40,7 +40,9 @@ export async function verifyUserToken(token: string, appId: string, secret: Uint
   }
   const { sub, app, iat, exp, ctx } = payload
   const nowS = Math.floor(nowMs / 1000)
-  if (typeof sub !== 'string' || sub.length === 0 || sub.length > LIMITS.reporterIdMax) reject('sub must be a non-empty string')
+  if (typeof sub !== 'string' || sub.length === 0) reject('sub must be a non-empty string')
+  // The same bound as the mint route's `sub` and a public report's externalUserId: one reporter id, one limit.
+  if (sub.length > LIMITS.reporterIdMax) reject(`sub must be at most ${LIMITS.reporterIdMax} characters`)
   if (app !== appId) reject('app claim does not match the App of the public key')
   if (typeof iat !== 'number' || typeof exp !== 'number') reject('iat and exp must be numbers')
   if (iat > nowS + IAT_SKEW_SECONDS) reject('iat is in the future')

@@ -99,7 +99,9 @@ function issuesOf(error: ValidationError): { path: string; message: string }[] {
       const path = 'path' in e && typeof e.path === 'string' ? e.path || '/' : '/'
       if (byPath.has(path)) continue
       if (byPath.size === 20) break
-      const allowed = 'schema' in e ? allowedValues(e.schema) : undefined
+      // A missing field is "is missing" whatever it takes: its one-of values are for a value that is there.
+      const absent = 'value' in e && e.value === undefined
+      const allowed = !absent && 'schema' in e ? allowedValues(e.schema) : undefined
       byPath.set(path, allowed ? `${path === '/' ? 'value' : path.slice(1)} must be one of: ${allowed.map((v) => JSON.stringify(v)).join(', ')}` : (e.summary ?? e.message))
     }
     if (byPath.size > 0) return [...byPath].map(([path, message]) => ({ path, message }))
