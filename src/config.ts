@@ -305,6 +305,15 @@ function dataDirSetting(flag: string | undefined, fromEnv: string | undefined): 
   return value
 }
 
+/**
+ * The listen address as given, refused when empty (`--host "$HOST"` or `FIXLOOP_HOST=${HOST}` with the
+ * shell variable unset): it failed at listen time as "--host must be an address of this machine".
+ */
+function notEmptyHost(value: string | undefined, source: string): string | undefined {
+  if (value !== undefined && value.trim() === '') throw new ConfigError(`${source} is empty (an unset shell variable?): give the address to listen on, or leave ${source} out for 127.0.0.1`)
+  return value
+}
+
 export interface ConfigFlags {
   host?: string
   port?: string
@@ -312,8 +321,9 @@ export interface ConfigFlags {
 }
 
 export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly<Config> {
-  const host = flags.host ?? env.FIXLOOP_HOST ?? '127.0.0.1'
-  const port = flags.port !== undefined ? parsePort(flags.port, '--port') : env.FIXLOOP_PORT ? parsePort(env.FIXLOOP_PORT, 'FIXLOOP_PORT') : 8080
+  const host = notEmptyHost(flags.host, '--host') ?? notEmptyHost(env.FIXLOOP_HOST, 'FIXLOOP_HOST') ?? '127.0.0.1'
+  // An empty FIXLOOP_PORT is refused as any other text that is not a port (it quietly became 8080).
+  const port = flags.port !== undefined ? parsePort(flags.port, '--port') : env.FIXLOOP_PORT !== undefined ? parsePort(env.FIXLOOP_PORT, 'FIXLOOP_PORT') : 8080
   const dataDir = resolve(dataDirSetting(flags.dataDir, env.FIXLOOP_DATA_DIR))
   const logLevel = (env.FIXLOOP_LOG_LEVEL ?? 'info') as Config['logLevel']
   if (!['info', 'warn', 'silent'].includes(logLevel)) throw new ConfigError(`FIXLOOP_LOG_LEVEL: must be info, warn or silent, got "${logLevel}"`)

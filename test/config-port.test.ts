@@ -13,6 +13,19 @@ test('--port and FIXLOOP_PORT: decimal 0-65535 only; hex, exponents, signs, spac
     expect(() => loadConfig({ port: bad, dataDir }, {}), bad).toThrow(`--port: port must be an integer 0-65535, got "${bad}"`)
   }
   expect(() => loadConfig({ dataDir }, { FIXLOOP_PORT: '8e3' })).toThrow('FIXLOOP_PORT: port must be an integer 0-65535, got "8e3"')
+  // Empty (FIXLOOP_PORT=${PORT} with PORT unset) is refused too: it quietly listened on 8080.
+  expect(() => loadConfig({ dataDir }, { FIXLOOP_PORT: '' })).toThrow('FIXLOOP_PORT: port must be an integer 0-65535, got ""')
+  // A flag given wins over the variable, empty or not.
+  expect(loadConfig({ port: '9000', dataDir }, { FIXLOOP_PORT: '' }).port).toBe(9000)
+})
+
+test('--host and FIXLOOP_HOST: an empty one is refused by name before anything starts; unset is 127.0.0.1', () => {
+  const dataDir = tempDir('fixloop-host-')
+  expect(loadConfig({ dataDir }, {}).host).toBe('127.0.0.1')
+  expect(loadConfig({ dataDir }, { FIXLOOP_HOST: '0.0.0.0' }).host).toBe('0.0.0.0')
+  expect(loadConfig({ host: '::1', dataDir }, { FIXLOOP_HOST: '' }).host).toBe('::1')
+  expect(() => loadConfig({ dataDir }, { FIXLOOP_HOST: '' })).toThrow('FIXLOOP_HOST is empty (an unset shell variable?)')
+  expect(() => loadConfig({ host: ' ', dataDir }, {})).toThrow('--host is empty (an unset shell variable?)')
 })
 
 test('FIXLOOP_REDIS_URL: the path is a database number or nothing; anything else is refused by name (Bun\'s client threw a TypeError: exit 1 with a stack)', () => {

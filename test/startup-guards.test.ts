@@ -195,7 +195,7 @@ test("an operator's mistake at start exits 2 with what to fix, no stack trace, a
   writeFileSync(join(root, 'a-file'), 'x')
   const cases: [string[], RegExp][] = [
     // An address this machine cannot listen on.
-    [['serve', '--host', '999.1.1.1', '--port', '0', '--data-dir', join(root, 'd1')], /cannot listen on 999\.1\.1\.1:0: --host must be an address of this machine/],
+    [['serve', '--host', '999.1.1.1', '--port', '0', '--data-dir', join(root, 'd1')], /cannot listen on 999\.1\.1\.1:0: the host \(--host or FIXLOOP_HOST\) must be an address of this machine/],
     // A data dir under a file: the cleanup of the half-made start used to throw its own error over this one.
     [['serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', join(root, 'a-file', 'data')], /cannot use .*a-file\/data: a part of the path is a file, not a folder \(ENOTDIR, mkdir\)/],
     [['org', 'create', '--name', 'x', '--data-dir', join(root, 'a-file', 'data')], /cannot use .*a-file\/data: a part of the path is a file, not a folder/],

@@ -136,6 +136,6 @@ function refuseBusyPort(host: string, port: number): void {
     if (code === 'EACCES') throw new StartupError(`no permission to listen on ${host}:${port} (ports below 1024 need privileges)`)
     // An address this machine does not have, or no address at all (--host 999.1.1.1; Bun gives no code then):
     // the operator's to fix.
-    throw new StartupError(`cannot listen on ${host}:${port}: --host must be an address of this machine (${code ?? (e as Error).message}). Nothing was created.`)
+    throw new StartupError(`cannot listen on ${host}:${port}: the host (--host or FIXLOOP_HOST) must be an address of this machine (${code ?? (e as Error).message}). Nothing was created.`)
   }
 }

@@ -19,9 +19,9 @@ export function parseMasterKey(text: string, where: string): Uint8Array {
   try {
     key = decodeSecret(text)
   } catch {
-    throw new ConfigError(`${where} must hold 32 bytes as hex (64 characters)`)
+    throw new ConfigError(`${where} must hold 32 bytes as hex (64 characters) or base64 (44), e.g. from "openssl rand -hex 32"`)
   }
-  if (key.length !== 32) throw new ConfigError(`${where} must hold 32 bytes as hex (64 characters)`)
+  if (key.length !== 32) throw new ConfigError(`${where} must hold 32 bytes as hex (64 characters) or base64 (44), e.g. from "openssl rand -hex 32"`)
   return key
 }
 
