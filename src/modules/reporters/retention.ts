@@ -3,9 +3,9 @@
  * kept forever): a background sweep deletes the reports created more than N days ago, with their
  * attachments and blobs (any upload kind: screenshots, attachments, replays) and every record that holds
  * their text or identity (ReportersRepo.removeReports, the same removal as a reporter's erasure); events
- * stay, holding ids and states only. Bounded: at most RETENTION_BATCH reports per transaction, smaller
+ * stay, holding ids and states only. Bounded: at most the store's `eraseBatch` reports per transaction, smaller
  * batches and pauses while intake is busy (./age-sweep.ts: intake never waits behind a sweep), at most
- * RETENTION_MAX_BATCHES × RETENTION_BATCH per App and run, the rest at the next run. An expiring lead hands its cluster to its oldest surviving duplicate
+ * RETENTION_PER_RUN per App and run, the rest at the next run. An expiring lead hands its cluster to its oldest surviving duplicate
  * (duplicates older than the limit expire with it). One node sweeps (the `maintenance` role in cluster
  * mode, as the spam sweep); a second sweep would find nothing to delete.
  *
@@ -17,11 +17,11 @@ import type { ReportersRepo } from './repo'
 import { createAgeSweep, startAgeSweep, type AgeSweepDeps } from './age-sweep'
 
 export const RETENTION_SWEEP_EVERY_MS = 10 * 60_000
-export const RETENTION_BATCH = 200
-export const RETENTION_MAX_BATCHES = 50
+/** Reports per App and run; the rest go at the next run. */
+export const RETENTION_PER_RUN = 10_000
 
 export interface ReportRetentionDeps extends AgeSweepDeps {
-  repo: Pick<ReportersRepo, 'retainingApps' | 'expiredIds' | 'removeReports'>
+  repo: Pick<ReportersRepo, 'retainingApps' | 'expiredIds' | 'removeReports' | 'eraseBatch'>
 }
 
 export function createReportRetention(deps: ReportRetentionDeps) {
@@ -35,8 +35,10 @@ export function createReportRetention(deps: ReportRetentionDeps) {
         const out = await repo.removeReports(app.orgId, ids)
         return { deleted: out.removed, uploadKeys: out.uploadKeys }
       },
-      batch: RETENTION_BATCH,
-      maxBatches: RETENTION_MAX_BATCHES,
+      // The erasure's batch (ReportersRepo.eraseBatch): the same removal, so the same trade-off per dialect
+      // (200 on SQLite, whose one write lock holds intake back; 1,000 on PostgreSQL, row locks only).
+      batch: repo.eraseBatch,
+      maxBatches: Math.ceil(RETENTION_PER_RUN / repo.eraseBatch),
       auditAction: 'reports.expired',
       logMessage: 'report retention: deleted expired reports',
     },
