@@ -167,7 +167,8 @@ describe('the widget on a page its App does not accept', () => {
       await tab.getByRole('button', { name: 'Report a problem' }).click()
       await tab.getByLabel('Describe the problem').fill('Refused for its origin')
       await tab.getByRole('button', { name: 'Send' }).click()
-      await tab.getByText('You seem to be offline').waitFor({ timeout: 20_000 })
+      // Online (the page loaded), so not "offline": the report waits, and the reporter is told it could not go now.
+      await tab.getByText('Your report couldn’t be sent just now.').waitFor({ timeout: 20_000 })
       const hint = `[fixloop] ${server.url} answers, but the browser refused its answer to this page: is http://127.0.0.1:${site.port} one of the App's allowed origins?`
       const deadline = Date.now() + 10_000
       while (!warnings.some((w) => w.startsWith(hint)) && Date.now() < deadline) await Bun.sleep(50)

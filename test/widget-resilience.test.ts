@@ -36,6 +36,8 @@ test('offline: queued (no "Thanks"), sent once when back online, not again after
     await w.send.click()
     await w.host.getByRole('status').filter({ hasText: 'saved on this device' }).waitFor()
     expect(await w.host.getByRole('status').textContent()).not.toContain('Thanks')
+    // The browser says it is offline: the reporter is told so.
+    expect(await w.host.getByRole('status').textContent()).toContain('You seem to be offline.')
     expect(await withText(e, 'Sent while offline')).toHaveLength(0)
     const seen = recordSubmits(page, e)
     await context.setOffline(false)
@@ -116,6 +118,9 @@ test('a 5xx leaves the report queued; the retry re-uses the same Idempotency-Key
     await w.text.fill('Server hiccup')
     await w.send.click()
     await w.host.getByRole('status').filter({ hasText: 'saved on this device' }).waitFor()
+    // Online, and fixloop answered: not "You seem to be offline", which would send them to check their connection.
+    expect(await w.host.getByRole('status').textContent()).toContain('Your report couldn’t be sent just now.')
+    expect(await w.host.getByRole('status').textContent()).not.toContain('offline')
     expect(await withText(e, 'Server hiccup')).toHaveLength(0)
     await page.evaluate(() => dispatchEvent(new Event('online')))
     await eventually(async () => (await withText(e, 'Server hiccup')).length === 1, 10_000)

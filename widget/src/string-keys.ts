@@ -34,7 +34,10 @@ export interface Strings {
   /** The honeypot's label (never seen or announced: the field is hidden from people and screen readers). */
   honeypot: string
   thanks: string
+  /** Kept to send later while the browser says it is offline. */
   queued: string
+  /** Kept to send later while the browser is online: fixloop answered 5xx or 429, or could not be reached (or its answer was refused). */
+  queuedUnsent: string
   queueFull: string
   /** Private mode: shown to a user when they open the dialog after a report of theirs waited 7 days unsent and was dropped. */
   droppedAway: string

@@ -265,7 +265,7 @@ let originHinted = false
 /**
  * A network error while fixloop answers its own script: the browser refused fixloop's answer to this page,
  * most often because the page's origin is not among the App's allowed origins (the preflight is refused,
- * so the 403 origin_not_allowed never reaches the page, and the reporter reads "You seem to be offline").
+ * so the 403 origin_not_allowed never reaches the page, and the reporter reads "Your report couldn’t be sent just now").
  * The report stays queued, since a proxy's error page without CORS headers looks the same, but the
  * integrator gets one line in the console saying where to look. Once per page.
  */

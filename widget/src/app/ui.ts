@@ -521,7 +521,9 @@ export function createUI(core: Core): WidgetUI {
       if (!stored) return say(s.queueFull, 'error')
       const result = await sender.send(report, true)
       if (result.kind === 'sent') showDone(s.thanks)
-      else if (result.kind === 'later' || result.kind === 'held') showDone(s.queued)
+      // "Offline" only when the browser says so: a 5xx, a 429 or an answer the browser refused (an origin not
+      // allowed) happen online, and telling that reporter to check their connection would be untrue.
+      else if (result.kind === 'later' || result.kind === 'held') showDone(navigator.onLine === false ? s.queued : s.queuedUnsent)
       else say(`${s.failed} ${result.message}`, 'error')
     } catch (err) {
       say(`${s.failed} ${(err as Error).message}`, 'error')

@@ -31,6 +31,7 @@ const cs: Strings = {
   honeypot: 'Toto pole nechte prázdné',
   thanks: 'Děkujeme! Hlášení bylo odesláno.',
   queued: 'Zdá se, že jste offline. Hlášení je uloženo v tomto zařízení a odešle se automaticky.',
+  queuedUnsent: 'Hlášení se teď nepodařilo odeslat. Je uloženo v tomto zařízení a odešle se automaticky.',
   queueFull: 'Na odeslání z tohoto zařízení čeká příliš mnoho hlášení. Zkuste to prosím později.',
   droppedAway: 'Hlášení, které jste napsali dříve, se nepodařilo odeslat do 7 dnů a bylo z tohoto zařízení odstraněno. Odešlete ho prosím znovu.',
   cancelled: 'Hlášení nebylo odesláno.',

@@ -31,6 +31,7 @@ const da: Strings = {
   honeypot: 'Lad dette felt være tomt',
   thanks: 'Tak! Din rapport er sendt.',
   queued: 'Du ser ud til at være offline. Din rapport er gemt på denne enhed og sendes automatisk.',
+  queuedUnsent: 'Din rapport kunne ikke sendes lige nu. Den er gemt på denne enhed og sendes automatisk.',
   queueFull: 'For mange rapporter venter på at blive sendt fra denne enhed. Prøv igen senere.',
   droppedAway: 'En rapport, du skrev tidligere, kunne ikke sendes inden for 7 dage og er fjernet fra denne enhed. Send den venligst igen.',
   cancelled: 'Rapporten blev ikke sendt.',

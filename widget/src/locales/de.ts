@@ -31,6 +31,7 @@ const de: Strings = {
   honeypot: 'Dieses Feld leer lassen',
   thanks: 'Danke! Ihre Meldung wurde gesendet.',
   queued: 'Sie scheinen offline zu sein. Ihre Meldung ist auf diesem Gerät gespeichert und wird automatisch gesendet.',
+  queuedUnsent: 'Ihre Meldung konnte gerade nicht gesendet werden. Sie ist auf diesem Gerät gespeichert und wird automatisch gesendet.',
   queueFull: 'Auf diesem Gerät warten zu viele Meldungen auf den Versand. Bitte versuchen Sie es später erneut.',
   droppedAway: 'Eine Meldung, die Sie früher geschrieben haben, konnte nicht innerhalb von 7 Tagen gesendet werden und wurde von diesem Gerät entfernt. Bitte senden Sie sie erneut.',
   cancelled: 'Die Meldung wurde nicht gesendet.',

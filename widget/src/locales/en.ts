@@ -31,6 +31,7 @@ const en: Strings = {
   honeypot: 'Leave this field empty',
   thanks: 'Thanks! Your report was sent.',
   queued: 'You seem to be offline. Your report is saved on this device and will be sent automatically.',
+  queuedUnsent: 'Your report couldn’t be sent just now. It is saved on this device and will be sent automatically.',
   queueFull: 'Too many reports are waiting to be sent from this device. Please try again later.',
   droppedAway: 'A report you wrote earlier could not be sent within 7 days and was removed from this device. Please send it again.',
   cancelled: 'The report was not sent.',

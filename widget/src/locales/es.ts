@@ -31,6 +31,7 @@ const es: Strings = {
   honeypot: 'Deje este campo vacío',
   thanks: '¡Gracias! Su informe se ha enviado.',
   queued: 'Parece que no tiene conexión. Su informe se ha guardado en este dispositivo y se enviará automáticamente.',
+  queuedUnsent: 'No se ha podido enviar su informe en este momento. Se ha guardado en este dispositivo y se enviará automáticamente.',
   queueFull: 'Hay demasiados informes pendientes de envío en este dispositivo. Vuelva a intentarlo más tarde.',
   droppedAway: 'Un informe que escribió antes no se pudo enviar en 7 días y se eliminó de este dispositivo. Vuelva a enviarlo.',
   cancelled: 'El informe no se ha enviado.',

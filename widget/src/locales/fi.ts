@@ -31,6 +31,7 @@ const fi: Strings = {
   honeypot: 'Jätä tämä kenttä tyhjäksi',
   thanks: 'Kiitos! Ilmoituksesi on lähetetty.',
   queued: 'Laite näyttää olevan offline-tilassa. Ilmoituksesi on tallennettu tälle laitteelle ja lähetetään automaattisesti.',
+  queuedUnsent: 'Ilmoitusta ei voitu lähettää juuri nyt. Se on tallennettu tälle laitteelle ja lähetetään automaattisesti.',
   queueFull: 'Tällä laitteella odottaa liian monta ilmoitusta lähetystä. Yritä myöhemmin uudelleen.',
   droppedAway: 'Aiemmin kirjoittamaasi ilmoitusta ei voitu lähettää 7 päivän kuluessa, ja se poistettiin tältä laitteelta. Lähetä se uudelleen.',
   cancelled: 'Ilmoitusta ei lähetetty.',

@@ -31,6 +31,7 @@ const fr: Strings = {
   honeypot: 'Laissez ce champ vide',
   thanks: 'Merci\u00a0! Votre signalement a été envoyé.',
   queued: 'Vous semblez hors ligne. Votre signalement est enregistré sur cet appareil et sera envoyé automatiquement.',
+  queuedUnsent: 'Votre signalement n’a pas pu être envoyé pour l’instant. Il est enregistré sur cet appareil et sera envoyé automatiquement.',
   queueFull: 'Trop de signalements attendent d’être envoyés depuis cet appareil. Veuillez réessayer plus tard.',
   droppedAway: 'Un signalement que vous avez écrit plus tôt n’a pas pu être envoyé en 7 jours et a été retiré de cet appareil. Veuillez l’envoyer à nouveau.',
   cancelled: 'Le signalement n’a pas été envoyé.',

@@ -31,6 +31,7 @@ const id: Strings = {
   honeypot: 'Biarkan kolom ini kosong',
   thanks: 'Terima kasih! Laporan Anda telah dikirim.',
   queued: 'Sepertinya Anda sedang offline. Laporan Anda disimpan di perangkat ini dan akan dikirim otomatis.',
+  queuedUnsent: 'Laporan Anda belum dapat dikirim saat ini. Laporan disimpan di perangkat ini dan akan dikirim otomatis.',
   queueFull: 'Terlalu banyak laporan yang menunggu dikirim dari perangkat ini. Silakan coba lagi nanti.',
   droppedAway: 'Laporan yang Anda tulis sebelumnya tidak dapat dikirim dalam 7 hari dan telah dihapus dari perangkat ini. Silakan kirim lagi.',
   cancelled: 'Laporan tidak dikirim.',

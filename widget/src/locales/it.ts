@@ -31,6 +31,7 @@ const it: Strings = {
   honeypot: 'Lascia vuoto questo campo',
   thanks: 'Grazie! La segnalazione è stata inviata.',
   queued: 'Sembri offline. La segnalazione è salvata su questo dispositivo e verrà inviata automaticamente.',
+  queuedUnsent: 'Non è stato possibile inviare la segnalazione in questo momento. È salvata su questo dispositivo e verrà inviata automaticamente.',
   queueFull: 'Troppe segnalazioni sono in attesa di invio da questo dispositivo. Riprova più tardi.',
   droppedAway: 'Una segnalazione che hai scritto in precedenza non è stata inviata entro 7 giorni ed è stata rimossa da questo dispositivo. Inviala di nuovo.',
   cancelled: 'La segnalazione non è stata inviata.',

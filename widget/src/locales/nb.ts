@@ -31,6 +31,7 @@ const nb: Strings = {
   honeypot: 'La dette feltet stå tomt',
   thanks: 'Takk! Rapporten din er sendt.',
   queued: 'Du ser ut til å være frakoblet. Rapporten din er lagret på denne enheten og sendes automatisk.',
+  queuedUnsent: 'Rapporten din kunne ikke sendes akkurat nå. Den er lagret på denne enheten og sendes automatisk.',
   queueFull: 'For mange rapporter venter på å bli sendt fra denne enheten. Prøv igjen senere.',
   droppedAway: 'En rapport du skrev tidligere kunne ikke sendes innen 7 dager og er fjernet fra denne enheten. Send den på nytt.',
   cancelled: 'Rapporten ble ikke sendt.',

@@ -31,6 +31,7 @@ const nl: Strings = {
   honeypot: 'Laat dit veld leeg',
   thanks: 'Bedankt! Uw melding is verstuurd.',
   queued: 'U lijkt offline te zijn. Uw melding is op dit apparaat opgeslagen en wordt automatisch verstuurd.',
+  queuedUnsent: 'Uw melding kon nu niet worden verstuurd. Ze is op dit apparaat opgeslagen en wordt automatisch verstuurd.',
   queueFull: 'Er wachten te veel meldingen op verzending vanaf dit apparaat. Probeer het later opnieuw.',
   droppedAway: 'Een melding die u eerder schreef, kon niet binnen 7 dagen worden verzonden en is van dit apparaat verwijderd. Verstuur hem opnieuw.',
   cancelled: 'De melding is niet verstuurd.',

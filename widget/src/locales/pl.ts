@@ -31,6 +31,7 @@ const pl: Strings = {
   honeypot: 'Pozostaw to pole puste',
   thanks: 'Dziękujemy! Zgłoszenie zostało wysłane.',
   queued: 'Wygląda na to, że nie masz połączenia. Zgłoszenie zapisano na tym urządzeniu i zostanie wysłane automatycznie.',
+  queuedUnsent: 'Nie udało się teraz wysłać zgłoszenia. Zapisano je na tym urządzeniu i zostanie wysłane automatycznie.',
   queueFull: 'Na tym urządzeniu czeka na wysłanie zbyt wiele zgłoszeń. Spróbuj ponownie później.',
   droppedAway: 'Zgłoszenia napisanego wcześniej nie udało się wysłać w ciągu 7 dni i zostało usunięte z tego urządzenia. Wyślij je ponownie.',
   cancelled: 'Zgłoszenie nie zostało wysłane.',

@@ -31,6 +31,7 @@ const ptBR: Strings = {
   honeypot: 'Deixe este campo vazio',
   thanks: 'Obrigado! Seu relato foi enviado.',
   queued: 'Parece que você está off-line. Seu relato foi salvo neste dispositivo e será enviado automaticamente.',
+  queuedUnsent: 'Não foi possível enviar seu relato agora. Ele foi salvo neste dispositivo e será enviado automaticamente.',
   queueFull: 'Há relatos demais aguardando envio neste dispositivo. Tente novamente mais tarde.',
   droppedAway: 'Um relato que você escreveu antes não pôde ser enviado em 7 dias e foi removido deste dispositivo. Envie-o novamente.',
   cancelled: 'O relato não foi enviado.',

@@ -31,6 +31,7 @@ const sv: Strings = {
   honeypot: 'Lämna fältet tomt',
   thanks: 'Tack! Din rapport har skickats.',
   queued: 'Du verkar vara offline. Din rapport är sparad på enheten och skickas automatiskt.',
+  queuedUnsent: 'Din rapport kunde inte skickas just nu. Den är sparad på enheten och skickas automatiskt.',
   queueFull: 'För många rapporter väntar på att skickas från den här enheten. Försök igen senare.',
   droppedAway: 'En rapport du skrev tidigare kunde inte skickas inom 7 dagar och har tagits bort från den här enheten. Skicka den igen.',
   cancelled: 'Rapporten skickades inte.',

@@ -31,6 +31,7 @@ const tr: Strings = {
   honeypot: 'Bu alanı boş bırakın',
   thanks: 'Teşekkürler! Bildiriminiz gönderildi.',
   queued: 'Çevrimdışı görünüyorsunuz. Bildiriminiz bu cihaza kaydedildi ve otomatik olarak gönderilecek.',
+  queuedUnsent: 'Bildiriminiz şu anda gönderilemedi. Bu cihaza kaydedildi ve otomatik olarak gönderilecek.',
   queueFull: 'Bu cihazda gönderilmeyi bekleyen çok fazla bildirim var. Lütfen daha sonra tekrar deneyin.',
   droppedAway: 'Daha önce yazdığınız bir bildirim 7 gün içinde gönderilemedi ve bu cihazdan kaldırıldı. Lütfen yeniden gönderin.',
   cancelled: 'Bildirim gönderilmedi.',

@@ -31,6 +31,7 @@ const zhCN: Strings = {
   honeypot: '请勿填写此字段',
   thanks: '谢谢！您的报告已发送。',
   queued: '您似乎处于离线状态。报告已保存在此设备上，将自动发送。',
+  queuedUnsent: '报告暂时无法发送。报告已保存在此设备上，将自动发送。',
   queueFull: '此设备上等待发送的报告过多，请稍后再试。',
   droppedAway: '您之前写的一份报告在 7 天内未能发送，已从此设备中删除。请重新发送。',
   cancelled: '报告未发送。',

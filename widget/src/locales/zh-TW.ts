@@ -31,6 +31,7 @@ const zhTW: Strings = {
   honeypot: '請勿填寫此欄位',
   thanks: '謝謝！您的回報已送出。',
   queued: '您似乎已離線。回報已儲存在此裝置上，稍後會自動傳送。',
+  queuedUnsent: '回報暫時無法傳送。回報已儲存在此裝置上，稍後會自動傳送。',
   queueFull: '此裝置上等待傳送的回報過多，請稍後再試。',
   droppedAway: '您先前寫的一份回報在 7 天內未能傳送，已從此裝置中移除。請再傳送一次。',
   cancelled: '回報未送出。',
