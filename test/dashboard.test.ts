@@ -361,6 +361,23 @@ describe('dashboard in Chromium against the binary', () => {
     expect(after.text).toBe(before.text)
   })
 
+  test('a report of one long unbroken word wraps, in its title and in Similar reports: nothing wider than the window', async () => {
+    // A pasted identifier, URL or base64 blob: no space to break at (it made the page 2,122 px wide at 1280).
+    const word = 'CheckoutPaymentButtonDoesNothing_' + 'x'.repeat(140)
+    const long = await submit(`${word} when I press pay`)
+    const other = await submit(`${word} again on the payment page`)
+    await eventually(async () => {
+      const [x, y] = await Promise.all([statusOf(long), statusOf(other)])
+      return !['received', 'sanitizing'].includes(x) && !['received', 'sanitizing'].includes(y)
+    }, 10_000)
+    await page.goto(`${server.url}/admin/o/${state.orgId}/r/${other}`)
+    await page.getByRole('complementary', { name: 'Similar reports' }).locator('li', { hasText: 'CheckoutPaymentButtonDoesNothing' }).first().waitFor()
+    await checkPage('report-long-word-similar')
+    await page.goto(`${server.url}/admin/o/${state.orgId}/r/${long}`)
+    await page.getByRole('heading', { level: 1, name: /CheckoutPaymentButtonDoesNothing/ }).waitFor()
+    await checkPage('report-long-word-title')
+  })
+
   test('account page: sessions listed', async () => {
     await page.getByRole('link', { name: 'Account' }).click()
     await page.getByRole('heading', { name: 'Sessions' }).waitFor()
