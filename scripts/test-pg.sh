@@ -61,6 +61,7 @@ SUITES=(
   test/fsm.test.ts
   test/agent-runs.test.ts
   test/agent-attachments.test.ts
+  test/agent-erase.test.ts
   test/admin-throttle.test.ts
   test/git-hooks.test.ts
   test/review-iteration.test.ts

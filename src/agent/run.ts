@@ -69,7 +69,14 @@ export interface RunContext {
   scrub: Scrub
   /** The literal values the scrubber masks (passed-through variables): no pushed change may hold one. */
   secrets: readonly string[]
+  /** Aborted at shutdown, or with REPORT_REMOVED when the report was removed while the run worked. */
   signal: AbortSignal
+  /**
+   * Whether the run is still wanted: false once its report was removed (erased, expired, its App deleted:
+   * the removal deletes the run's row). Asked right before the push and before the pull request, so a
+   * report erased while its agent worked never leaves the machine (cluster mode: whichever node erased it).
+   */
+  stillWanted(): Promise<boolean>
   publicUrl: string | undefined
   /** The pull request's host may be on a private address (FIXLOOP_GIT_HOST_ALLOW_PRIVATE). */
   gitHostAllowPrivate: boolean
@@ -119,8 +126,19 @@ interface State {
   baseline?: Baseline
 }
 
+/** The abort reason of a run whose report was removed while it ran (AgentRunner's watch). */
+export const REPORT_REMOVED = 'report removed'
+const REMOVED_MESSAGE = 'stopped: the report was removed while its agent ran (erased, expired or its App deleted); nothing was pushed'
+
 function abortIfStopping(c: RunContext): void {
-  if (c.signal.aborted) throw new RunFailure('interrupted: fixloop was shut down during the run')
+  if (!c.signal.aborted) return
+  throw new RunFailure(c.signal.reason === REPORT_REMOVED ? REMOVED_MESSAGE : 'interrupted: fixloop was shut down during the run')
+}
+
+/** Before anything of the report leaves the machine (a push, a pull request): it must still be there. */
+async function refuseIfRemoved(c: RunContext): Promise<void> {
+  abortIfStopping(c)
+  if (!(await c.stillWanted())) throw new RunFailure(REMOVED_MESSAGE)
 }
 
 /** The attachments folder (the report's and its cluster's images, read-only), then the task file listing them. */
@@ -284,9 +302,11 @@ export async function executeRun(c: RunContext, task: TaskInput): Promise<RunOut
     const { tree, diff } = await judge(c, s)
     await ended('guardrails')
     const title = c.review ? `fixloop: review iteration for report ${c.f.id}` : prTitle(c.f.theme, c.f.text, c.scrub)
+    await refuseIfRemoved(c)
     await push(c, s, tree, title)
     laps.lap('pushMs')
     await ended('push')
+    if (!c.review && c.conn.prMode !== 'branch' && c.conn.hostKind !== 'none') await refuseIfRemoved(c)
     await openRequest(c, s, title, diff)
     laps.lap('prMs')
     // Branch mode opens no request, nor does a review iteration (its request updates itself): no `pr` phase ran.

@@ -24,7 +24,7 @@ import type { Logger } from '../core/logger'
 import type { ConnectionsService, RepoConnection } from '../modules/connections/service'
 import type { AgentRunsRepo, RunFeedbackRow as FeedbackRow, RunOutcome } from '../modules/agent-runs/repo'
 import { NOT_SECRET_ENV, PRESET_ENV, type AgentUsage } from './presets'
-import { agentEnvironment, executeRun, taskInput, zeroTimings, type RunPhase, type Timings } from './run'
+import { REPORT_REMOVED, agentEnvironment, executeRun, taskInput, zeroTimings, type RunPhase, type Timings } from './run'
 import { killRecorded, processIdentity } from './process-tree'
 import type { SandboxOptions } from './sandbox'
 import { leaseAgentUid } from './agent-uid'
@@ -38,6 +38,11 @@ import { failureLog } from '../db/outage-log'
 
 /** Longest wait between two tries to record a finished run's outcome while the database is away. */
 const FINISH_RETRY_MAX_MS = 15_000
+/**
+ * How often a running run checks that its report is still there (AgentRunsRepo.stillRunning): a report
+ * erased or expired while its agent works stops the agent within this, on whichever node it runs.
+ */
+export const REMOVAL_WATCH_MS = 5_000
 
 /** Waits `ms`, or less when the signal aborts (a stop must not wait out the pause). */
 function pause(ms: number, signal: AbortSignal): Promise<void> {
@@ -285,6 +290,12 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
     warn: (message, fields) => log.warn(message, fields),
   }
 
+  /** Aborts a run of this process (`reason`: REPORT_REMOVED, or nothing at shutdown). */
+  function abortRun(runId: string, reason?: string): void {
+    const a = active.get(runId)
+    if (a && !a.abort.signal.aborted) a.abort.abort(reason)
+  }
+
   async function execute(runId: string, f: FeedbackRow, conn: RepoConnection, branch: string, signal: AbortSignal, review?: { prUrl: string; text: string; author: string | null }): Promise<void> {
     const passed = passedThrough(conn)
     const scrub = createScrubber([conn.hostToken, ...Object.values(passed)])
@@ -304,6 +315,11 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
         .recordPhase(scope, runId, JSON.stringify(timings), { type: 'agent_run.phase', data: { runId, feedbackId: f.id, phase, durationMs: Math.max(0, Math.round(ms)) } })
         .catch((e) => log.warn('could not record an agent run phase', { runId, phase, error: e instanceof Error ? e.message : String(e) }))
     }
+    // Its report removed meanwhile (the removal deleted the run's row): the agent is stopped now, not at its end.
+    const stillWanted = () => runs.stillRunning(runId).catch(() => true)
+    const watch = setInterval(() => {
+      void stillWanted().then((wanted) => wanted || abortRun(runId, REPORT_REMOVED))
+    }, REMOVAL_WATCH_MS)
     let outcome: Awaited<ReturnType<typeof executeRun>>
     // As root, the run's agent is a uid no other run has (its keyring and quotas its own); released once
     // the workspace is gone.
@@ -325,6 +341,8 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
           // The host token never reaches the agent; the variables passed through do (settings aside).
           secrets: secretLiterals(Object.entries(passed).filter(([name]) => !NOT_SECRET_ENV.has(name)).map(([, value]) => value)),
           signal,
+          // A database away for a moment is no reason to drop a finished fix: only a row known gone is.
+          stillWanted,
           publicUrl: opts.publicUrl,
           gitHostAllowPrivate: opts.gitHostAllowPrivate,
           onSandbox: recordSandbox,
@@ -337,6 +355,7 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
     } catch (e) {
       outcome = { status: 'failed', usage: {}, timings: zeroTimings(), prUrl: null, outputTail: null, reason: scrub(`internal error: ${e instanceof Error ? e.message : String(e)}`) }
     } finally {
+      clearInterval(watch)
       lease?.release()
     }
     await sandboxWrites
@@ -390,7 +409,7 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
                 ? { type: 'agent_run.guardrailed', data: { runId, feedbackId: f.id, guardrailReason: r.reason ?? '' } }
                 : { type: 'agent_run.failed', data: { runId, feedbackId: f.id, error: r.reason ?? '' } },
           }
-    await runs.finishRun(
+    const recorded = await runs.finishRun(
       scope,
       {
         id: runId,
@@ -409,6 +428,10 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
       },
       outcome,
     )
+    if (!recorded) {
+      log.info('agent run ended after its report was removed: nothing recorded', { runId, feedbackId: f.id, status })
+      return
+    }
     log.info('agent run ended', { runId, feedbackId: f.id, status, prUrl: r.prUrl, reason: r.reason })
   }
 

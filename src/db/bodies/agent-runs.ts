@@ -70,10 +70,14 @@ export function agentRunBodies(lifecycle: LifecycleBodies) {
       yield* settle({ feedbackId: r.feedbackId, orgId: r.orgId, appId: r.appId }, outcome, end.endedAt)
     },
 
-    /** A run ended: its row and the outcome (`settle`). */
-    *finishRun(scope: RunScope, end: RunRowEnd, outcome: RunOutcome): Body<void> {
-      yield* updateRun(end)
+    /**
+     * A run ended: its row and the outcome (`settle`); false, nothing written, when the row is gone (its
+     * report was removed while it ran: no move of a report that is not there, no event naming it).
+     */
+    *finishRun(scope: RunScope, end: RunRowEnd, outcome: RunOutcome): Body<boolean> {
+      if ((yield* updateRun(end)) !== 1) return false
       yield* settle(scope, outcome, end.endedAt)
+      return true
     },
 
     /** A phase of a running run ended: its timings so far and the event; false when the run no longer runs. */

@@ -187,8 +187,15 @@ export interface AgentRunsRepo {
    * same transaction, the pull request's news that came while it ran (deferred_pr_changes, held by the
    * git-hooks repo: a merge resolves the report and its duplicates, a close sends it to awaiting_manual),
    * or that news dropped when the report no longer waits on that request. `failInterrupted` does the same.
+   * False (nothing written) when the run's row is gone: its report was removed while it ran.
    */
-  finishRun(scope: RunScope, end: RunRowEnd, outcome: RunOutcome): Promise<void>
+  finishRun(scope: RunScope, end: RunRowEnd, outcome: RunOutcome): Promise<boolean>
+  /**
+   * Whether the run's row is still there and `running`: false once its report was removed (a reporter's
+   * erasure, the report retention, a deleted App: the removal deletes the run's row) or the run was failed
+   * as interrupted. The runner asks while the agent works and before anything leaves the machine.
+   */
+  stillRunning(runId: string): Promise<boolean>
   /**
    * A phase of a run ended: the run's timings so far and `event`, together, while the run is still
    * `running`; false (nothing written) when it no longer is (failed as interrupted meanwhile).
