@@ -39,7 +39,7 @@ import { failureLog } from '../db/outage-log'
 /** Longest wait between two tries to record a finished run's outcome while the database is away. */
 const FINISH_RETRY_MAX_MS = 15_000
 /**
- * How often a running run checks that its report is still there (AgentRunsRepo.stillRunning): a report
+ * How often a running run checks that its report is still there (AgentRunsRepo.runExists): a report
  * erased or expired while its agent works stops the agent within this, on whichever node it runs.
  */
 export const REMOVAL_WATCH_MS = 5_000
@@ -316,7 +316,7 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
         .catch((e) => log.warn('could not record an agent run phase', { runId, phase, error: e instanceof Error ? e.message : String(e) }))
     }
     // Its report removed meanwhile (the removal deleted the run's row): the agent is stopped now, not at its end.
-    const stillWanted = () => runs.stillRunning(runId).catch(() => true)
+    const stillWanted = () => runs.runExists(runId).catch(() => true)
     const watch = setInterval(() => {
       void stillWanted().then((wanted) => wanted || abortRun(runId, REPORT_REMOVED))
     }, REMOVAL_WATCH_MS)

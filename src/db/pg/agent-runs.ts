@@ -27,7 +27,7 @@ const INTERRUPTED = "SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbo
 const INTERRUPTED_UNCLAIMED = "SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start, trigger FROM agent_runs WHERE status = 'running' AND node_id IS NULL ORDER BY id"
 const INTERRUPTED_OF = "SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start, trigger FROM agent_runs WHERE status = 'running' AND node_id = ANY($1::text[]) ORDER BY id"
 const SET_SANDBOX = 'UPDATE agent_runs SET sandbox_pid = $1, sandbox_start = $2 WHERE id = $3'
-const STILL_RUNNING = "SELECT 1 AS one FROM agent_runs WHERE id = $1 AND status = 'running'"
+const RUN_EXISTS = 'SELECT 1 AS one FROM agent_runs WHERE id = $1'
 const DROP_PENDING = 'DELETE FROM pending_reviews WHERE id = ANY($1::text[])'
 
 const RUN = 'SELECT * FROM agent_runs WHERE id = $1 AND org_id = $2'
@@ -72,7 +72,7 @@ export function createPgAgentRunsRepo(storage: PgStorage, side: PgLifecycle): Ag
 
     recordPhase: (scope, runId, timings, event) => tx((t) => runPg(t, bodies.phase(scope, runId, timings, event))),
     setSandbox: async (id, pid, identity) => void (await exec(pool, SET_SANDBOX, [pid, identity, id])),
-    stillRunning: async (id) => (await one(pool, STILL_RUNNING, [id])) !== undefined,
+    runExists: async (id) => (await one(pool, RUN_EXISTS, [id])) !== undefined,
     interrupted: (nodes) =>
       nodes === undefined ? many<InterruptedRun>(pool, INTERRUPTED) : nodes === null ? many<InterruptedRun>(pool, INTERRUPTED_UNCLAIMED) : many<InterruptedRun>(pool, INTERRUPTED_OF, [nodes]),
 

@@ -26,7 +26,7 @@ export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, side: Sqlit
   const costSince: Statement = sqlite.query('SELECT COALESCE(SUM(cost_usd), 0) AS usd FROM agent_runs WHERE app_id = ? AND created_at >= ?')
   const interrupted: Statement = sqlite.query("SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start, node_id, trigger FROM agent_runs WHERE status = 'running' ORDER BY id")
   const setSandbox: Statement = sqlite.query('UPDATE agent_runs SET sandbox_pid = ?, sandbox_start = ? WHERE id = ?')
-  const stillRunning: Statement = sqlite.query("SELECT 1 AS one FROM agent_runs WHERE id = ? AND status = 'running'")
+  const runExists: Statement = sqlite.query('SELECT 1 AS one FROM agent_runs WHERE id = ?')
 
   const pending: Statement = sqlite.query(`SELECT id, pr_url, text, author, received_at FROM pending_reviews WHERE feedback_id = ? ORDER BY id LIMIT ${PENDING_REVIEWS_MAX}`)
   const dropPending: Statement = sqlite.query('DELETE FROM pending_reviews WHERE id = ?')
@@ -69,7 +69,7 @@ export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, side: Sqlit
 
     recordPhase: async (scope, runId, timings, event) => driver.transaction(bodies.phase(scope, runId, timings, event)),
     setSandbox: async (id, pid, identity) => void setSandbox.run(pid, identity, id),
-    stillRunning: async (id) => stillRunning.get(id) != null,
+    runExists: async (id) => runExists.get(id) != null,
     interrupted: async (nodes) => {
       const all = interrupted.all() as (InterruptedRun & { node_id: string | null })[]
       const pick = nodes === undefined ? all : nodes === null ? all.filter((r) => r.node_id === null) : all.filter((r) => r.node_id !== null && nodes.includes(r.node_id))

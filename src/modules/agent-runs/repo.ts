@@ -191,11 +191,12 @@ export interface AgentRunsRepo {
    */
   finishRun(scope: RunScope, end: RunRowEnd, outcome: RunOutcome): Promise<boolean>
   /**
-   * Whether the run's row is still there and `running`: false once its report was removed (a reporter's
-   * erasure, the report retention, a deleted App: the removal deletes the run's row) or the run was failed
-   * as interrupted. The runner asks while the agent works and before anything leaves the machine.
+   * Whether the run's row is still there: false once its report was removed (a reporter's erasure, the
+   * report retention, a deleted App: the removal deletes the run's row). The runner asks while the agent
+   * works and before anything leaves the machine. (A run failed as interrupted keeps its row: that is the
+   * reclaim's business, as before.)
    */
-  stillRunning(runId: string): Promise<boolean>
+  runExists(runId: string): Promise<boolean>
   /**
    * A phase of a run ended: the run's timings so far and `event`, together, while the run is still
    * `running`; false (nothing written) when it no longer is (failed as interrupted meanwhile).
