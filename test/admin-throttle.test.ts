@@ -163,6 +163,41 @@ describe('sign-in throttling', () => {
   })
 })
 
+describe('a sign-in waiting for its TOTP code', () => {
+  // At the real ceilings (pair 5, address 20): a quarter of them leaves the pair one free failure, after
+  // which a code-less request is refused before it could clear anything. The cheapest hash keeps it quick.
+  let w: World
+  beforeAll(async () => {
+    w = await world({ FIXLOOP_PASSWORD_HASH_MIB: '19' })
+  })
+  afterAll(() => w?.server.close())
+
+  test('nor a success: code-less requests between wrong codes do not buy more code guesses', async () => {
+    const s = await session(w, '192.0.2.42')
+    const { secret } = (await as(w, s, 'POST', '/admin/api/me/totp/secret')).body
+    const key = base32Decode(secret)
+    expect((await as(w, s, 'PUT', '/admin/api/me/totp', { secret, code: totpCode(key, w.clock.now()), password: PASSWORD })).status).toBe(200)
+    const wrong = () => String((Number(totpCode(key, w.clock.now())) + 1) % 1_000_000).padStart(6, '0')
+    /** Wrong codes checked (401) from `from` before the first 429, with a code-less request before each when `interleave`. */
+    const guessesBefore429 = async (from: string, interleave: boolean): Promise<number> => {
+      for (let checked = 0; checked < 30; checked++) {
+        if (interleave) await signIn(w, from, PASSWORD)
+        const r = await signIn(w, from, PASSWORD, { totp: wrong() })
+        if (r.status === 429) return checked
+        expect([r.status, r.body.error.code]).toEqual([401, 'invalid_credentials'])
+      }
+      return 30
+    }
+    const plain = await guessesBefore429('192.0.2.43', false)
+    expect(plain).toBe(SIGN_IN_BACKOFF.pair.freeFailures)
+    // The password without a code answered "totpRequired" and cleared the pair's failures: the source's
+    // ceiling (20 a source) was the only one left.
+    expect(await guessesBefore429('192.0.2.44', true)).toBe(plain)
+    const r = await as(w, s, 'DELETE', '/admin/api/me/totp', { password: PASSWORD })
+    expect(r.status).toBe(200)
+  })
+})
+
 describe('FailureThrottle', () => {
   const spec = { freeFailures: 2, baseDelayMs: 1000, maxDelayMs: 8000, forgetAfterMs: 60_000 }
 

@@ -167,13 +167,19 @@ export async function guard<T>(keys: ThrottleKey[], run: () => Promise<T>, isFai
     refuseWhileWaiting(sharedWait)
   }
   let failed = false
+  let succeeded = false
   try {
-    return await run()
+    const out = await run()
+    succeeded = true
+    return out
   } catch (e) {
     failed = isFailure(e)
     throw e
   } finally {
-    await Promise.all(keys.map(({ throttle, key, clearOnSuccess }, i) => throttle.end(key, failed, clearOnSuccess, shared[i].attempt)))
+    // Only a success forgets failures: an error that is no failure (a sign-in whose right password still
+    // waits for its TOTP code) neither counts nor clears. It cleared, and a request with the password and
+    // no code every few guesses gave 20 code guesses per address instead of the pair's 5.
+    await Promise.all(keys.map(({ throttle, key, clearOnSuccess }, i) => throttle.end(key, failed, clearOnSuccess && succeeded, shared[i].attempt)))
   }
 }
 
