@@ -463,6 +463,18 @@ describe('dashboard in Chromium against the binary', () => {
     }
   })
 
+  test('an error says what the server said of it: a mistyped event type is named, not only "body not valid"', async () => {
+    await page.goto(`${server.url}/admin/o/${state.orgId}/webhooks`)
+    await page.getByLabel('Endpoint URL').fill('https://hooks.example.com/fixloop')
+    await page.getByLabel('Event types').fill('feedback.statuschanged')
+    await page.getByLabel('Password', { exact: true }).fill(PASSWORD)
+    await page.getByRole('button', { name: 'Add endpoint' }).click()
+    const alert = page.getByRole('alert').filter({ hasText: 'feedback.statuschanged' })
+    await alert.waitFor()
+    expect(await alert.textContent()).toMatch(/unknown event type.*feedback\.statuschanged.*\(invalid_body\)/)
+    expect((await call(server.url, 'GET', '/v1/webhooks', { auth: state.key })).body.data.map((h: { url: string }) => h.url)).not.toContain('https://hooks.example.com/fixloop')
+  })
+
   test("another Org's admin sees 404, in the pages and at the API", async () => {
     const other = await runBinary(['org', 'create', '--name', 'Other', '--json', '--data-dir', dir])
     const otherOrg = JSON.parse(other.stdout).id

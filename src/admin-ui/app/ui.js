@@ -51,7 +51,17 @@ export function webHref(url) {
 }
 
 export const fmtDate = (iso) => (iso ? new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' }) : '—')
-export const errText = (e) => (e && e.code ? `${e.message} (${e.code})` : String(e))
+/**
+ * An API error as a sentence: the message, then what the server said of it (`details.issues`, the first
+ * three, or `details.reason`), then the code. The message alone ("The request body is not valid.") left the
+ * admin guessing which field and why.
+ */
+export const errText = (e) => {
+  if (!(e && e.code)) return String(e)
+  const d = e.details || {}
+  const said = Array.isArray(d.issues) ? d.issues.slice(0, 3).map((i) => String(i.message)).join('; ') + (d.issues.length > 3 ? `; and ${d.issues.length - 3} more` : '') : typeof d.reason === 'string' ? d.reason : ''
+  return `${e.message}${said ? ` ${said}.` : ''} (${e.code})`
+}
 
 export function ErrorBox({ error }) {
   if (!error) return null
