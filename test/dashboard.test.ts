@@ -188,9 +188,12 @@ describe('dashboard in Chromium against the binary', () => {
     await page.getByRole('button', { name: 'Create key' }).click()
     const temp = await page.getByLabel('New API key').inputValue()
     page.once('dialog', (d) => d.accept())
-    await page.getByRole('button', { name: 'Revoke temp' }).click()
+    // By keyboard: the Revoke button is replaced by "revoked …"; focus must not fall to the document's top.
+    await page.getByRole('button', { name: 'Revoke temp' }).focus()
+    await page.keyboard.press('Enter')
     await page.getByText(/^revoked/).waitFor()
     expect((await call(server.url, 'GET', '/v1/apps', { auth: temp })).status).toBe(401)
+    await eventually(async () => ((await page.evaluate(() => document.activeElement?.tagName)) === 'H1' ? true : undefined), 5_000)
   })
 
   test('a submitted report appears in the inbox, unread; opening it shows the detail', async () => {
@@ -378,6 +381,29 @@ describe('dashboard in Chromium against the binary', () => {
     await checkPage('report-long-word-title')
   })
 
+  test('keyboard focus stays on the page after an action: a removed button leaves it on the heading, a disabled one gets it back', async () => {
+    const id = await submit('Focus check: the coupon field rejects valid codes')
+    await eventually(async () => (!['received', 'sanitizing'].includes(await statusOf(id)) ? true : undefined), 10_000)
+    await page.goto(`${server.url}/admin/o/${state.orgId}/r/${id}`)
+    const active = () => page.evaluate(() => ({ tag: document.activeElement?.tagName, text: document.activeElement?.textContent?.trim() }))
+    await page.getByRole('button', { name: 'Archive' }).focus()
+    await page.keyboard.press('Enter')
+    await eventually(async () => ((await statusOf(id)) === 'archived' ? true : undefined), 10_000)
+    // Archive is gone from an archived report: the heading has focus, not <body>.
+    await eventually(async () => ((await active()).tag === 'H1' ? true : undefined), 5_000)
+    expect((await active()).text).toContain('Focus check')
+    // A button disabled while its action runs (Chrome drops its focus to <body>) has it back once enabled.
+    await page.evaluate(() => {
+      const b = document.createElement('button')
+      b.textContent = 'Busy for a moment'
+      document.querySelector('main')!.append(b)
+      b.focus()
+      b.disabled = true
+      setTimeout(() => (b.disabled = false), 300)
+    })
+    await eventually(async () => ((await active()).text === 'Busy for a moment' ? true : undefined), 5_000)
+  })
+
   test('account page: sessions listed', async () => {
     await page.getByRole('link', { name: 'Account' }).click()
     await page.getByRole('heading', { name: 'Sessions' }).waitFor()
@@ -454,8 +480,11 @@ describe('dashboard in Chromium against the binary', () => {
       expect(await row.textContent()).toContain('Delivered')
       await checkPage('webhooks')
       const before = received.length
-      await row.getByRole('button', { name: /Redeliver/ }).click()
+      // By keyboard: the button is disabled while it works and there again after; focus comes back to it.
+      await row.getByRole('button', { name: /Redeliver/ }).focus()
+      await page.keyboard.press('Enter')
       await eventually(() => received.length > before, 15_000)
+      await eventually(async () => ((await page.evaluate(() => document.activeElement?.textContent ?? '')).includes('Redeliver') ? true : undefined), 5_000)
       // A redelivery is the same message: the same webhook-id as an earlier delivery.
       expect(received.slice(0, before)).toContain(received[received.length - 1])
     } finally {

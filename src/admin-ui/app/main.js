@@ -2,7 +2,7 @@
 import { render } from 'preact'
 import { useEffect, useState } from 'preact/hooks'
 import { api, setCsrf } from '@fixloop/api'
-import { html, Link, navigate, useLocation, ErrorBox } from '@fixloop/ui'
+import { html, Link, navigate, useLocation, ErrorBox, keepFocus } from '@fixloop/ui'
 import { SignIn, Setup } from '@fixloop/auth'
 import { AppsPage, AppPage, OrgsPage } from '@fixloop/apps'
 import { KeysPage, AuditPage } from '@fixloop/keys'
@@ -123,4 +123,5 @@ function App() {
   return html`<${Frame} me=${me} orgs=${orgs} orgId=${orgId} onSignOut=${signOut}>${page || (rest === '' || rest === 'setup' ? null : html`<${NotFound} />`)}</${Frame}>`
 }
 
+keepFocus()
 render(html`<${App} />`, document.getElementById('root'))

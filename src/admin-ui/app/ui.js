@@ -142,3 +142,54 @@ export function CopyField({ label, value, id, multiline }) {
     </div>
   </div>`
 }
+
+/**
+ * Keeps keyboard focus on the page when the control that had it goes away under it. An action's button is
+ * disabled while the action runs (Chrome then drops focus to <body>) and is often gone after it (Unmerge,
+ * Revoke, Done): a keyboard or screen-reader user was left at the top of the document after nearly every
+ * action. Here: a control disabled while focused gets focus back once it is enabled again; one removed
+ * gets the page's heading instead (the main region when there is none). Only when focus really fell to
+ * <body>: a click elsewhere, or another window, is left alone.
+ */
+
+/** How long a disabled control is waited for (an action's round trip). */
+const WAIT_ENABLED_MS = 15_000
+const POLL_MS = 50
+
+function fallbackTarget() {
+  const heading = document.querySelector('main h1')
+  if (heading) {
+    if (!heading.hasAttribute('tabindex')) heading.setAttribute('tabindex', '-1')
+    return heading
+  }
+  return document.getElementById('main')
+}
+
+const fellToBody = () => document.activeElement === null || document.activeElement === document.body
+
+function rescue(lost, since) {
+  if (!fellToBody() || !document.hasFocus()) return
+  if (lost.isConnected && !lost.disabled) {
+    lost.focus()
+    return
+  }
+  if (lost.isConnected && Date.now() - since < WAIT_ENABLED_MS) {
+    setTimeout(() => rescue(lost, since), POLL_MS)
+    return
+  }
+  fallbackTarget()?.focus()
+}
+
+export function keepFocus() {
+  document.addEventListener('focusout', (e) => {
+    if (e.relatedTarget) return
+    const lost = e.target
+    if (!(lost instanceof HTMLElement)) return
+    // After the render that follows: disabled (busy) or removed (the action's result) by then, or neither
+    // (focus moved to nothing on purpose: a click on the page's background), which is left as it is.
+    setTimeout(() => {
+      if (lost.isConnected && !lost.disabled) return
+      rescue(lost, Date.now())
+    }, 0)
+  })
+}
