@@ -131,6 +131,47 @@ test('a 5xx leaves the report queued; the retry re-uses the same Idempotency-Key
   }
 })
 
+test('a server that keeps answering 429: the report is kept to send later within seconds, not after half a minute of "Sending…"', async () => {
+  const e = env()
+  const url = e.page('/always-busy', { mount: scriptTag(e) })
+  const { context, page } = await freshContext(e)
+  try {
+    await page.goto(url)
+    const w = widget(page)
+    let answered = 0
+    await page.route(`${e.api}/v1/feedback`, (route) => {
+      answered++
+      return route.fulfill({ status: 429, contentType: 'application/json', headers: { 'retry-after': '2', 'access-control-allow-origin': '*', 'access-control-expose-headers': 'retry-after' }, body: '{"error":{"code":"rate_limited","message":"slow down"}}' })
+    })
+    await w.launcher.click()
+    await w.host.getByRole('checkbox', { name: 'Include a screenshot' }).uncheck()
+    await w.text.fill('Busy server report')
+    const started = Date.now()
+    await w.send.click()
+    await w.host.getByRole('status').filter({ hasText: 'saved on this device' }).waitFor({ timeout: 20_000 })
+    // Retry-After 2 s was waited out (at least once), but not five times over (29 s before).
+    const took = Date.now() - started
+    expect(answered).toBeGreaterThanOrEqual(2)
+    expect(took).toBeGreaterThanOrEqual(2_000)
+    expect(took).toBeLessThan(15_000)
+    expect(await w.host.getByRole('status').textContent()).toContain('Your report couldn’t be sent just now.')
+    // Kept, not dropped: it waits in IndexedDB for the queue's next try.
+    const queued = await page.evaluate(
+      () =>
+        new Promise<number>((resolve) => {
+          const req = indexedDB.open('fixloop', 1)
+          req.onsuccess = () => {
+            const count = req.result.transaction('queue').objectStore('queue').count()
+            count.onsuccess = () => resolve(count.result)
+          }
+        }),
+    )
+    expect(queued).toBe(1)
+  } finally {
+    await context.close()
+  }
+})
+
 test('429: Retry-After is honoured, the retry succeeds with the same key, "Thanks" only after the 201', async () => {
   const e = env()
   const url = e.page('/busy', { mount: scriptTag(e) })

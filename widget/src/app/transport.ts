@@ -25,6 +25,12 @@ class HttpFailure extends Error {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const MAX_429_WAIT_MS = 60_000
 const MAX_ATTEMPTS = 5
+/**
+ * The most one send waits out 429s in all before the report is kept to send later: the reporter watches
+ * "Sending…" meanwhile (five waits of a Retry-After of 2 s were 29 s of it). Kept, it goes with the queue's
+ * next try (30 s later, back online, the next page), which waits out the server's Retry-After again.
+ */
+const MAX_429_TOTAL_MS = 8_000
 
 /** What sending needs of a token source. */
 export type Tokens = Pick<TokenSource, 'enabled' | 'current'>
@@ -136,6 +142,7 @@ const PROOF_REFUSALS = ['proof_of_work_required', 'proof_of_work_invalid']
 async function request(http: typeof fetch, tokens: Tokens, build: (token?: string) => [string, RequestInit], proofs?: Proofs, more = false): Promise<Response> {
   let refreshed = false
   let reproved = false
+  let waited = 0
   for (let attempt = 0; ; attempt++) {
     const token = await tokens.current()
     const [url, init] = build(token)
@@ -163,8 +170,10 @@ async function request(http: typeof fetch, tokens: Tokens, build: (token?: strin
     }
     if (res.status === 429 && attempt < MAX_ATTEMPTS) {
       const backoff = Math.max(failure.retryAfterMs ?? 0, 500 * 2 ** attempt)
-      if (backoff > MAX_429_WAIT_MS) throw failure
-      await sleep(backoff + Math.random() * 250)
+      if (backoff > MAX_429_WAIT_MS || waited + backoff > MAX_429_TOTAL_MS) throw failure
+      const wait = backoff + Math.random() * 250
+      waited += wait
+      await sleep(wait)
       continue
     }
     throw failure
