@@ -214,6 +214,10 @@ describe('dashboard in Chromium against the binary', () => {
     const row = page.getByRole('link', { name: /checkout button does nothing/ })
     await row.waitFor()
     expect(await page.locator('li.row.unread').count()).toBeGreaterThan(0)
+    // A folder with unread reports is read out as "<folder>, unread: N" (it was "<folder> , unread: N").
+    const folderNames = await page.locator('a:has(.badge)').evaluateAll((links) => links.map((a) => (a.textContent ?? '').replace(/\s+/g, ' ').trim()))
+    expect(folderNames.length).toBeGreaterThan(0)
+    for (const name of folderNames) expect(name).toMatch(/^\S.*\S, unread: \d+$/)
     expect(await page.locator('li.row', { hasText: 'checkout button does nothing' }).getByText('screenshot').count()).toBe(1)
     await checkPage('inbox')
     // The theme follows the OS: dark, with the same contrast checks.
@@ -347,6 +351,8 @@ describe('dashboard in Chromium against the binary', () => {
     await page.getByRole('link', { name: 'Go to lead' }).waitFor()
     const merged = (await call(server.url, 'GET', `/v1/feedback/${dup}`, { auth: state.key })).body
     expect(merged.duplicateOfId).toBe(lead)
+    // A duplicate has no theme of its own (the lead holds the cluster's): its heading is its first line, not "Report".
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe('Login page blank screen after entering my password in Firefox')
     await screenshots(page, 'report-duplicate')
     // Make lead: the duplicate and its lead swap places.
     await page.getByRole('button', { name: 'Make lead' }).click()
@@ -382,9 +388,11 @@ describe('dashboard in Chromium against the binary', () => {
   })
 
   test('keyboard focus stays on the page after an action: a removed button leaves it on the heading, a disabled one gets it back', async () => {
-    const id = await submit('Focus check: the coupon field rejects valid codes')
+    const id = await submit('Focus check: the coupon field rejects valid codes', { identity: { email: 'focus.reporter@example.com' } })
     await eventually(async () => (!['received', 'sanitizing'].includes(await statusOf(id)) ? true : undefined), 10_000)
     await page.goto(`${server.url}/admin/o/${state.orgId}/r/${id}`)
+    // A public report that gave its email is not "anonymous".
+    await page.getByText('focus.reporter@example.com (public visitor)').waitFor()
     const active = () => page.evaluate(() => ({ tag: document.activeElement?.tagName, text: document.activeElement?.textContent?.trim() }))
     await page.getByRole('button', { name: 'Archive' }).focus()
     await page.keyboard.press('Enter')

@@ -366,7 +366,7 @@ export function InboxPage({ org }) {
     <nav aria-label="Folders" class="folders" ref=${foldersRef}><ul>
       ${FOLDERS.map(
         ([id, label]) => html`<li><${Link} href=${`/admin/o/${org.id}/inbox${qs({ ...filters, folder: id })}`} aria-current=${folder === id ? 'page' : undefined}>
-          ${label}${c[id] ? html` <span class="badge"><span class="sr-only">, unread: </span>${c[id] >= 1000 ? '999+' : c[id]}</span>` : ''}</${Link}></li>`,
+          ${label}${c[id] ? html`<span class="sr-only">, unread:</span> <span class="badge">${c[id] >= 1000 ? '999+' : c[id]}</span>` : ''}</${Link}></li>`,
       )}
     </ul></nav>
     <div class="inbox-main">

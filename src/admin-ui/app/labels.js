@@ -40,7 +40,8 @@ export function ItemStatus({ item }) {
   return isBranchPushed(item) ? html`<span class="status s-pr_opened">Branch pushed</span>` : html`<${Status} status=${item.status} />`
 }
 
-export const MODE_LABELS = { public: 'anonymous visitor', private: 'signed-in user' }
+// "Anonymous" was wrong for a public report that gave its email: public means not signed in, nothing more.
+export const MODE_LABELS = { public: 'public visitor', private: 'signed-in user' }
 export const PROCESSING_LABELS = { manual: 'Wait for a human', auto_pr: 'Queue for the agent automatically' }
 
 export const PHASE_LABELS = { prepare: 'prepare', clone: 'clone', agent: 'agent', verify: 'verify', guardrails: 'guardrails', push: 'push', pr: 'pull request' }

@@ -158,6 +158,9 @@ function Similar({ org, item, onMerged }) {
 
 const pct = (score) => `${Math.round(score * 100)}%`
 
+/** A report without a theme (a duplicate: the lead holds its cluster's theme) is headed by its first line. */
+const headline = (text) => (text || '').trim().split('\n')[0].slice(0, 160) || 'Report'
+
 /**
  * A lead clustering offered instead of merging (docs/triage.md "Suggestions: the second tier"): which
  * one, how close, why; Confirm merges into it, Reject never offers it again. Both teach the App's bars.
@@ -275,7 +278,7 @@ export function ReportPage({ org, id }) {
   return html`<p class="crumbs"><${Link} href=${`/admin/o/${org.id}/inbox`}>Inbox</${Link}> / report <span class="mono">${id}</span></p>
   <div class="report">
     <div class="report-main">
-      <h1>${item.theme || 'Report'}</h1>
+      <h1>${item.theme || headline(item.text)}</h1>
       ${item.duplicateOfId &&
       html`<p class="notice">This report is a duplicate and read-only. ${matchText(item.duplicateMatch)} <${Link} href=${`/admin/o/${org.id}/r/${item.duplicateOfId}`}>Go to lead</${Link}>${' '}
         <button type="button" class="small" disabled=${busy} onClick=${() => act('unmerge')}>Unmerge</button>${' '}
@@ -302,7 +305,7 @@ export function ReportPage({ org, id }) {
       <section aria-labelledby="text-h"><h2 id="text-h">Text</h2><p class="text">${item.text}</p>
         ${item.consolidatedText && item.duplicateCount > 0 && html`<h3>Consolidated</h3><p class="text">${item.consolidatedText}</p>`}</section>
       <dl class="facts">
-        <dt>Submitted</dt><dd>${fmtDate(item.createdAt)} by ${MODE_LABELS[item.submittedBy.mode] || item.submittedBy.mode}${item.submittedBy.email ? ` (${item.submittedBy.email})` : ''}</dd>
+        <dt>Submitted</dt><dd>${fmtDate(item.createdAt)} by ${item.submittedBy.email ? `${item.submittedBy.email} (${MODE_LABELS[item.submittedBy.mode] || item.submittedBy.mode})` : MODE_LABELS[item.submittedBy.mode] || item.submittedBy.mode}</dd>
         <dt>Severity</dt><dd>${item.severity || '—'}</dd>
         <dt>URL</dt><dd class="break">${item.url || '—'}</dd>
         <dt>Viewport</dt><dd>${item.viewport ? `${item.viewport.w}×${item.viewport.h} @${item.viewport.dpr}x` : '—'}</dd>
