@@ -84,6 +84,29 @@ test('keyboard only: launcher, dialog, focus trap, Esc, focus back, picker and s
   }
 })
 
+test('Send with nothing written: the text field is marked invalid and focused; typing clears the mark; nothing is sent', async () => {
+  const e = env()
+  const url = e.page('/empty-send', { mount: scriptTag(e) })
+  const { context, page } = await freshContext(e)
+  try {
+    await page.goto(url)
+    const w = widget(page)
+    let posted = 0
+    page.on('request', (r) => void (r.method() === 'POST' && r.url().endsWith('/v1/feedback') && posted++))
+    await w.launcher.click()
+    await w.text.fill('   ')
+    await page.keyboard.press('Control+Enter')
+    await w.status.filter({ hasText: 'Describe the problem' }).waitFor()
+    expect(await w.text.getAttribute('aria-invalid')).toBe('true')
+    expect(await focused(page)).toBe('widget:textarea#fl-text:')
+    await page.keyboard.type('The coupon field rejects valid codes')
+    expect(await w.text.getAttribute('aria-invalid')).toBeNull()
+    expect(posted).toBe(0)
+  } finally {
+    await context.close()
+  }
+})
+
 test('axe-core finds no violation with the launcher and with the dialog open', async () => {
   const e = env()
   const url = e.page('/axe', { mount: scriptTag(e), body: '<main><h1>Acme</h1><p>Content</p></main>' })

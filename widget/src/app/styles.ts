@@ -62,7 +62,7 @@ dialog.editor[open] { display: flex; }
 @media (max-height: 820px) { .thumb canvas { max-height: 130px; } textarea { min-height: 72px; } }
 .notify, .email { display: flex; flex-direction: column; gap: 6px; }
 input[type="email"] { font: inherit; color: var(--fixloop-fg); background: var(--fixloop-bg); border: 1px solid var(--fixloop-border); border-radius: 6px; padding: 8px; }
-input[aria-invalid="true"] { border-color: var(--fixloop-danger); }
+input[aria-invalid="true"], textarea[aria-invalid="true"] { border-color: var(--fixloop-danger); }
 .field-error { color: var(--fixloop-danger); }
 .email input, .field-error { scroll-margin-bottom: 72px; }
 button.link { border: 0; background: none; color: var(--fixloop-accent); text-decoration: underline; padding: 4px 6px; }

@@ -284,7 +284,7 @@ async function hintRefusedOrigin(http: typeof fetch, endpoint: string): Promise<
   try {
     // widget.js is readable from every origin: its answer proves fixloop is reachable from here.
     const res = await http(`${endpoint}/widget.js`, { method: 'HEAD', cache: 'no-store' })
-    if (res.ok) console.warn(`[fixloop] ${endpoint} answers, but the browser refused its answer to this page: is ${location.origin} one of the App's allowed origins? (fixloop app update APP_ID --allowed-origins …; docs/widget.md, "Install")`)
+    if (res.ok) console.warn(`[fixloop] ${endpoint} answers, but the browser refused its answer to this page: is ${location.origin} one of the App's allowed origins? (fixloop app update APP_ID --allowed-origins …; docs/widget.md, "Install") If it is, the request failed on its way (a proxy or filter between this page and fixloop): the browser's network panel shows where.`)
   } catch {
     // Unreachable too: offline indeed, nothing to hint.
   }

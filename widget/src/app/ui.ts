@@ -66,6 +66,7 @@ export function createUI(core: Core): WidgetUI {
 
   // The report form.
   const textarea = h('textarea', { id: 'fl-text', name: 'text', required: true, maxlength: '8192', placeholder: s.placeholder })
+  textarea.addEventListener('input', () => textarea.removeAttribute('aria-invalid'))
   const status = h('p', { role: 'status', 'aria-live': 'polite', class: 'status' })
   const send = h('button', { type: 'submit', class: 'primary', 'aria-keyshortcuts': 'Control+Enter Meta+Enter' }, s.send)
   const cancel = h('button', { type: 'button' }, s.cancel)
@@ -238,6 +239,7 @@ export function createUI(core: Core): WidgetUI {
     emailRow.hidden = true
     email.removeAttribute('aria-invalid')
     emailError.hidden = true
+    textarea.removeAttribute('aria-invalid')
   }
   /** The form for a new report (after a confirmation, or on open). */
   const showForm = () => {
@@ -455,6 +457,9 @@ export function createUI(core: Core): WidgetUI {
     if (busy || fields.hidden) return
     const text = textarea.value.trim()
     if (!text) {
+      // The field is required and now marked invalid (a screen reader says so with its name), not only a
+      // red line under the form; the mark goes as soon as something is typed.
+      textarea.setAttribute('aria-invalid', 'true')
       say(s.describe, 'error')
       textarea.focus()
       return
