@@ -161,6 +161,20 @@ export async function freshContext(env: WidgetEnv, viewport = { width: 1280, hei
 }
 
 /** What has the keyboard focus, through shadow roots: `tag#id:text` (for keyboard-only tests). */
+/** Reports waiting in the widget's offline queue (IndexedDB `fixloop`, store `queue`) of this page's origin. */
+export function queuedCount(page: Page): Promise<number> {
+  return page.evaluate(
+    () =>
+      new Promise<number>((resolve) => {
+        const req = indexedDB.open('fixloop', 1)
+        req.onsuccess = () => {
+          const count = req.result.transaction('queue').objectStore('queue').count()
+          count.onsuccess = () => resolve(count.result)
+        }
+      }),
+  )
+}
+
 export function focused(page: Page): Promise<string> {
   return page.evaluate(() => {
     let el = document.activeElement

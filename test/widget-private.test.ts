@@ -6,7 +6,7 @@
 import { expect, test } from 'bun:test'
 import { signUserToken } from '../packages/client/src/user-token'
 import { eventually } from './harness'
-import { freshContext, report, reports, widget, widgetEnv, type WidgetEnv } from './widget-fixture'
+import { freshContext, report, reports, queuedCount, widget, widgetEnv, type WidgetEnv } from './widget-fixture'
 
 const env = widgetEnv(['--public-submission', 'false'])
 
@@ -267,16 +267,7 @@ test('a token that names no user is refused by the server as before: the widget 
     await w.text.fill('Sent with a junk token')
     await w.send.click()
     await w.host.getByRole('status').filter({ hasText: 'could not be sent' }).waitFor()
-    const queued = await page.evaluate(
-      () =>
-        new Promise<number>((resolve) => {
-          const req = indexedDB.open('fixloop', 1)
-          req.onsuccess = () => {
-            const count = req.result.transaction('queue').objectStore('queue').count()
-            count.onsuccess = () => resolve(count.result)
-          }
-        }),
-    )
+    const queued = await queuedCount(page)
     expect(queued).toBe(0)
   } finally {
     await context.close()

@@ -5,7 +5,7 @@
  */
 import { expect, test } from 'bun:test'
 import { eventually } from './harness'
-import { freshContext, report, reports, scriptTag, widget, widgetEnv, type WidgetEnv } from './widget-fixture'
+import { freshContext, report, reports, scriptTag, queuedCount, widget, widgetEnv, type WidgetEnv } from './widget-fixture'
 import type { Page } from 'playwright-core'
 
 const env = widgetEnv()
@@ -53,16 +53,7 @@ test('offline: queued (no "Thanks"), sent once when back online, not again after
     expect(created.length).toBeGreaterThanOrEqual(1)
     expect(created.filter((s) => !s.replayed).length).toBeLessThanOrEqual(1)
     expect(new Set(created.map((s) => s.key)).size).toBe(1)
-    const queued = await page.evaluate(
-      () =>
-        new Promise<number>((resolve) => {
-          const req = indexedDB.open('fixloop', 1)
-          req.onsuccess = () => {
-            const count = req.result.transaction('queue').objectStore('queue').count()
-            count.onsuccess = () => resolve(count.result)
-          }
-        }),
-    )
+    const queued = await queuedCount(page)
     expect(queued).toBe(0)
     const item = (await withText(e, 'Sent while offline'))[0]
     expect(item).toBeDefined()
@@ -156,16 +147,7 @@ test('a server that keeps answering 429: the report is kept to send later within
     expect(took).toBeLessThan(15_000)
     expect(await w.host.getByRole('status').textContent()).toContain('Your report couldn’t be sent just now.')
     // Kept, not dropped: it waits in IndexedDB for the queue's next try.
-    const queued = await page.evaluate(
-      () =>
-        new Promise<number>((resolve) => {
-          const req = indexedDB.open('fixloop', 1)
-          req.onsuccess = () => {
-            const count = req.result.transaction('queue').objectStore('queue').count()
-            count.onsuccess = () => resolve(count.result)
-          }
-        }),
-    )
+    const queued = await queuedCount(page)
     expect(queued).toBe(1)
   } finally {
     await context.close()
