@@ -1,7 +1,7 @@
 /** PostgreSQL side of src/modules/reporters/repo.ts over the shared statements of src/db/sql/report-removal.ts. */
 import type { ReportersRepo } from '../../modules/reporters/repo'
 import { ownedByRemovedSql } from '../sql/upload-shares'
-import { cleanup, compact, handOverShared, ownIds, promote, REPORTER_MATCH, successors, successorsWaiting, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
+import { cleanup, compact, handOverShared, ownIds, promote, narrowedIds, reporterMatch, successors, successorsWaiting, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
 import type { PgLifecycle } from './lifecycle'
 import { logRemoved } from './removal-log'
 import { many, type PgQueryable, type PgStorage } from './storage'
@@ -75,14 +75,17 @@ export function createPgReportersRepo(storage: PgStorage, lifecycle: Pick<PgLife
     retainingApps: () => many(pool, 'SELECT id, org_id AS "orgId", retention_days AS days FROM apps WHERE retention_days > 0'),
     expiredIds: async (app, before, limit) =>
       (await many<{ id: string }>(pool, 'SELECT id FROM feedback WHERE app_id = $1 AND org_id = $2 AND created_at < $3 ORDER BY id COLLATE "C" LIMIT $4', [app.id, app.orgId, before, limit])).map((r) => r.id),
-    reportIds: (q) => {
-      const match = q.who.externalUserId !== undefined ? REPORTER_MATCH.externalUserId('$2') : REPORTER_MATCH.email('$2')
-      const params: unknown[] = [q.orgId, q.who.externalUserId ?? q.who.email]
-      const conds = ['org_id = $1', match]
-      if (q.appId) params.push(q.appId), conds.push(`app_id = $${params.length}`)
-      if (q.before) params.push(q.before), conds.push(`id COLLATE "C" < $${params.length}`)
-      params.push(q.limit)
-      return many<{ id: string }>(pool, `SELECT id FROM feedback WHERE ${conds.join(' AND ')} ORDER BY id COLLATE "C" DESC LIMIT $${params.length}`, params).then((rows) => rows.map((r) => r.id))
+    reportIds: async (q) => {
+      const match = reporterMatch(q.who, '$2')
+      const read = (before: string | undefined, limit: number) => {
+        const params: unknown[] = [q.orgId, match.value]
+        const conds = ['org_id = $1', match.sql]
+        if (q.appId) params.push(q.appId), conds.push(`app_id = $${params.length}`)
+        if (before) params.push(before), conds.push(`id COLLATE "C" < $${params.length}`)
+        params.push(limit)
+        return many<{ id: string; email: string | null }>(pool, `SELECT id, email FROM feedback WHERE ${conds.join(' AND ')} ORDER BY id COLLATE "C" DESC LIMIT $${params.length}`, params)
+      }
+      return match.keep ? narrowedIds(read, match.keep, q.before, q.limit) : (await read(q.before, q.limit)).map((r) => r.id)
     },
     removeReports: (orgId, ids) =>
       storage.tx(async (client, _db, onCommit) => {

@@ -110,15 +110,50 @@ export const cleanup = (d: RemovalDialect) =>
   ].map((sql) => fill(sql, d))
 
 /**
- * The condition that finds a reporter's reports, `p` the placeholder of the identifier as the caller gave
- * it. An email is lowered by the database on both sides, never in JavaScript: SQLite's LOWER folds ASCII
- * only, so a query lowered by toLowerCase ("jörg@…") never equalled a stored "JÖRG@…" as SQLite lowered it
- * ("jÖrg@…"), and such a reporter could be neither exported nor erased, not even by the exact address.
+ * How a reporter's reports are found: `sql`, the condition (`p` the placeholder of `value`), and `keep`,
+ * the rows' emails to keep of what it finds, when it finds more than the reporter's.
+ *
+ * An email is compared without case. An ASCII one is lowered by the database on both sides (never in
+ * JavaScript against the database's: SQLite's LOWER folds ASCII only). One with other letters ("jörg@…")
+ * could not be found in another case ("JÖRG@…") on SQLite, whose LOWER leaves Ö as it is: it is found by
+ * LIKE with each such letter a one-character wildcard (a superset, ASCII still compared without case),
+ * and the rows are kept whose email JavaScript folds to the same text, on both dialects alike.
  */
-export const REPORTER_MATCH = {
-  externalUserId: (p: string) => `external_user_id = ${p}`,
-  email: (p: string) => `LOWER(email) = LOWER(${p})`,
-} as const
+export interface ReporterMatch {
+  sql: string
+  value: string
+  keep?: (email: string | null) => boolean
+}
+export function reporterMatch(who: { externalUserId?: string; email?: string }, p: string): ReporterMatch {
+  if (who.externalUserId !== undefined) return { sql: `external_user_id = ${p}`, value: who.externalUserId }
+  const email = who.email!
+  if (!NON_ASCII.test(email)) return { sql: `LOWER(email) = LOWER(${p})`, value: email }
+  const folded = email.toLowerCase()
+  const pattern = [...email].map((ch) => (NON_ASCII.test(ch) ? '_' : /[%_\\]/.test(ch) ? `\\${ch}` : ch.toLowerCase())).join('')
+  return { sql: `LOWER(email) LIKE ${p} ESCAPE '\\'`, value: pattern, keep: (stored) => stored !== null && stored.toLowerCase() === folded }
+}
+const NON_ASCII = /[^\x00-\x7f]/
+
+/**
+ * A page of the reporter's report ids, newest first, at most `limit`, when the match finds a superset
+ * (`keep`): pages of candidates are read (`read`: ids and emails below `before`, newest first) and
+ * narrowed until `limit` are kept or none are left.
+ */
+export async function narrowedIds(
+  read: (before: string | undefined, limit: number) => Promise<{ id: string; email: string | null }[]>,
+  keep: (email: string | null) => boolean,
+  before: string | undefined,
+  limit: number,
+): Promise<string[]> {
+  const out: string[] = []
+  for (let cursor = before; out.length < limit; ) {
+    const rows = await read(cursor, limit)
+    for (const r of rows) if (keep(r.email) && out.length < limit) out.push(r.id)
+    if (rows.length < limit) break
+    cursor = rows[rows.length - 1]!.id
+  }
+  return out
+}
 
 /**
  * A statement with only the numbered placeholders it uses (`?n` or `$n`), renumbered from 1, and which of

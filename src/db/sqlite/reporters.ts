@@ -1,6 +1,6 @@
 /** SQLite side of src/modules/reporters/repo.ts over the shared statements of src/db/sql/report-removal.ts. */
 import type { ReportersRepo } from '../../modules/reporters/repo'
-import { cleanup, compact, handOverShared, ownIds, promote, REPORTER_MATCH, successors, successorsWaiting, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
+import { cleanup, compact, handOverShared, ownIds, promote, narrowedIds, reporterMatch, successors, successorsWaiting, uploadKeysOf, type RemovalDialect } from '../sql/report-removal'
 import type { SqliteLifecycle } from './lifecycle'
 import type { SqliteStorage } from './storage'
 
@@ -65,12 +65,15 @@ export function createSqliteReportersRepo({ sqlite }: SqliteStorage, lifecycle: 
     retainingApps: async () => retaining.all(),
     expiredIds: async (app, before, limit) => expired.all(app.id, app.orgId, before, limit).map((r) => r.id),
     reportIds: async (q) => {
-      const match = q.who.externalUserId !== undefined ? REPORTER_MATCH.externalUserId('?') : REPORTER_MATCH.email('?')
-      const conds = ['org_id = ?', match]
-      const params: (string | number)[] = [q.orgId, q.who.externalUserId ?? q.who.email]
-      if (q.appId) conds.push('app_id = ?'), params.push(q.appId)
-      if (q.before) conds.push('id < ?'), params.push(q.before)
-      return (sqlite.query(`SELECT id FROM feedback WHERE ${conds.join(' AND ')} ORDER BY id DESC LIMIT ?`).all(...params, q.limit) as { id: string }[]).map((r) => r.id)
+      const match = reporterMatch(q.who, '?')
+      const read = async (before: string | undefined, limit: number) => {
+        const conds = ['org_id = ?', match.sql]
+        const params: (string | number)[] = [q.orgId, match.value]
+        if (q.appId) conds.push('app_id = ?'), params.push(q.appId)
+        if (before) conds.push('id < ?'), params.push(before)
+        return sqlite.query(`SELECT id, email FROM feedback WHERE ${conds.join(' AND ')} ORDER BY id DESC LIMIT ?`).all(...params, limit) as { id: string; email: string | null }[]
+      }
+      return match.keep ? narrowedIds(read, match.keep, q.before, q.limit) : (await read(q.before, q.limit)).map((r) => r.id)
     },
     removeReports: async (orgId, ids) => remove.immediate(orgId, ids),
   }
