@@ -72,7 +72,7 @@ export interface RunContext {
   /** Aborted at shutdown, or with REPORT_REMOVED when the report was removed while the run worked. */
   signal: AbortSignal
   /**
-   * Whether the run is still wanted: false once its report was removed (erased, expired, its App deleted:
+   * Whether the run is still wanted: false once its report was removed (erased, or expired by a retention:
    * the removal deletes the run's row). Asked right before the push and before the pull request, so a
    * report erased while its agent worked never leaves the machine (cluster mode: whichever node erased it).
    */
@@ -128,7 +128,7 @@ interface State {
 
 /** The abort reason of a run whose report was removed while it ran (AgentRunner's watch). */
 export const REPORT_REMOVED = 'report removed'
-const REMOVED_MESSAGE = 'stopped: the report was removed while its agent ran (erased, expired or its App deleted); nothing was pushed'
+const REMOVED_MESSAGE = 'stopped: the report was removed while its agent ran (erased, or expired by a retention); nothing was pushed'
 
 function abortIfStopping(c: RunContext): void {
   if (!c.signal.aborted) return

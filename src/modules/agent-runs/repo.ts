@@ -192,7 +192,7 @@ export interface AgentRunsRepo {
   finishRun(scope: RunScope, end: RunRowEnd, outcome: RunOutcome): Promise<boolean>
   /**
    * Whether the run's row is still there: false once its report was removed (a reporter's erasure, the
-   * report retention, a deleted App: the removal deletes the run's row). The runner asks while the agent
+   * report retention: the removal deletes the run's row). The runner asks while the agent
    * works and before anything leaves the machine. (A run failed as interrupted keeps its row: that is the
    * reclaim's business, as before.)
    */
