@@ -263,6 +263,7 @@ async function openRequest(c: RunContext, s: State, title: string, diff: DiffSta
     return
   }
   if (c.conn.prMode === 'branch' || c.conn.hostKind === 'none') return
+  await refuseIfRemoved(c)
   const body = prBody(
     { feedbackId: c.f.id, theme: c.f.theme, duplicateCount: c.f.duplicate_count, usage: s.usage, files: diff.files.length, lines: diff.files.reduce((n, x) => n + x.added + x.deleted, 0), publicUrl: c.publicUrl },
     c.scrub,
@@ -306,7 +307,6 @@ export async function executeRun(c: RunContext, task: TaskInput): Promise<RunOut
     await push(c, s, tree, title)
     laps.lap('pushMs')
     await ended('push')
-    if (!c.review && c.conn.prMode !== 'branch' && c.conn.hostKind !== 'none') await refuseIfRemoved(c)
     await openRequest(c, s, title, diff)
     laps.lap('prMs')
     // Branch mode opens no request, nor does a review iteration (its request updates itself): no `pr` phase ran.
