@@ -50,12 +50,14 @@ if [ "$status" -ne 0 ] && [ "$fail" = "0" ]; then fail=1; fi
 if grep -qE '^\(fail\)' "$log"; then
   echo
   echo "failed tests:"
-  # Each with its file and the last error line printed before it: a failing top-level hook is named only
-  # "(unnamed)", and a CI log keeps just its tail. Once each, with the file it ran in: bun repeats a run's
-  # failures at its end, under whatever file it printed last.
-  awk '/^[^ (].*\.test\.ts:$/ { file = substr($0, 1, length($0) - 1); err = "" }
-       /^error: / { err = $0 }
-       /^\(fail\)/ { name = substr($0, 1, 300); if (!seen[name]++) { print name "  [" file "]"; if (err != "") print "    " substr(err, 1, 300) }; err = "" }' "$log"
+  # Each with its file and what bun printed of its error (the expectation's diff and where it failed, at
+  # most 40 lines): a failing top-level hook is named only "(unnamed)", and a CI log keeps just its tail.
+  # Once each, with the file it ran in: bun repeats a run's failures at its end, under whatever file it
+  # printed last.
+  awk '/^[^ (].*\.test\.ts:$/ { file = substr($0, 1, length($0) - 1); n = 0; grab = 0 }
+       /^error: / { n = 0; grab = 1 }
+       grab && n < 40 && $0 != "" { err[n++] = substr($0, 1, 300) }
+       /^\(fail\)/ { name = substr($0, 1, 300); if (!seen[name]++) { print name "  [" file "]"; for (i = 0; i < n; i++) if (err[i] !~ /^\(fail\)/) print "    " err[i] }; n = 0; grab = 0 }' "$log"
 fi
 echo
 echo "total: ${pass} passed, ${fail} failed, ${skip} skipped"
