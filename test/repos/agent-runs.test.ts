@@ -391,4 +391,18 @@ describeEachDialect('agent-runs repo', (fresh) => {
     expect(await repo.byId('o1', 'nope')).toBeNull()
     expect(await repo.allFor('o1', 'nope')).toEqual([])
   })
+
+  test('latest and the list go by when a run was made, not by its id: two nodes\' ids of one second sort by their random bytes', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    await insertReport(s, 'f1', 'failed')
+    const { repo } = await setup(s)
+    // Node B's run was made 400 ms after node A's, in the same second; B's random bytes sort first.
+    const a = '66a00000ffffffffff000001'
+    const b = '66a000000000000000000001'
+    await repo.recordFailedStart(runRow(a, 'f1', { status: 'failed', createdAt: 1_000, startedAt: 1_000, nodeId: 'node_a' }), endRow(a, { error: 'a' }), failed(a, 'f1', 'a', 'queued'))
+    await repo.recordFailedStart(runRow(b, 'f1', { status: 'failed', createdAt: 1_400, startedAt: 1_400, nodeId: 'node_b' }), endRow(b, { error: 'b' }), failed(b, 'f1', 'b', 'queued'))
+    expect((await repo.latestFor('o1', 'f1'))!.error).toBe('b')
+    expect((await repo.allFor('o1', 'f1')).map((r) => r.error)).toEqual(['b', 'a'])
+  })
 })

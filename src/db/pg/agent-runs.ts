@@ -31,7 +31,9 @@ const RUN_EXISTS = 'SELECT 1 AS one FROM agent_runs WHERE id = $1'
 const DROP_PENDING = 'DELETE FROM pending_reviews WHERE id = ANY($1::text[])'
 
 const RUN = 'SELECT * FROM agent_runs WHERE id = $1 AND org_id = $2'
-const LATEST = 'SELECT * FROM agent_runs WHERE feedback_id = $1 AND org_id = $2 ORDER BY id DESC LIMIT 1'
+// A report's runs by their start (an App's runs never overlap), then id: ids made in one second by two
+// nodes sort by the nodes' random bytes, not by time.
+const LATEST = 'SELECT * FROM agent_runs WHERE feedback_id = $1 AND org_id = $2 ORDER BY created_at DESC, id DESC LIMIT 1'
 const REPORT = 'SELECT 1 FROM feedback WHERE id = $1 AND org_id = $2'
 
 export function createPgAgentRunsRepo(storage: PgStorage, side: PgLifecycle): AgentRunsRepo {
@@ -40,7 +42,7 @@ export function createPgAgentRunsRepo(storage: PgStorage, side: PgLifecycle): Ag
   const PENDING = `SELECT id, pr_url, text, author, received_at FROM pending_reviews WHERE feedback_id = $1 ORDER BY id LIMIT ${PENDING_REVIEWS_MAX}`
   const PENDING_FOR = `SELECT author, received_at AS "receivedAt" FROM pending_reviews WHERE feedback_id = $1 AND org_id = $2 ORDER BY id LIMIT ${PENDING_REVIEWS_MAX}`
   const DUPLICATES_MEDIA = `SELECT id, attachments, component_target, redactions FROM feedback WHERE duplicate_of_id = $1 AND spam_marked_at IS NULL AND (attachments IS NOT NULL OR component_target IS NOT NULL) ORDER BY id DESC LIMIT ${RUN_DUPLICATES_MEDIA_MAX}`
-  const ALL = `SELECT * FROM agent_runs WHERE feedback_id = $1 AND org_id = $2 ORDER BY id DESC LIMIT ${RUN_LIST_LIMIT}`
+  const ALL = `SELECT * FROM agent_runs WHERE feedback_id = $1 AND org_id = $2 ORDER BY created_at DESC, id DESC LIMIT ${RUN_LIST_LIMIT}`
   const tx = <T>(work: (t: PgTx) => Promise<T>) => storage.tx((client, _db, onCommit) => work({ client, onCommit }))
   const count = async (text: string, params: unknown[]) => (await one<{ n: number }>(pool, text, params))!.n
   const bodies = agentRunBodies(side.bodies)

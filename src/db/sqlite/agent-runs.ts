@@ -32,10 +32,11 @@ export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, side: Sqlit
   const dropPending: Statement = sqlite.query('DELETE FROM pending_reviews WHERE id = ?')
   const pendingFor: Statement = sqlite.query(`SELECT author, received_at AS receivedAt FROM pending_reviews WHERE feedback_id = ? AND org_id = ? ORDER BY id LIMIT ${PENDING_REVIEWS_MAX}`)
 
-  // The API's reads: every one takes the Org.
+  // The API's reads: every one takes the Org. A report's runs by their start (an App's runs never overlap),
+  // then id: ids made in one second by two nodes sort by the nodes' random bytes, not by time.
   const run: Statement = sqlite.query('SELECT * FROM agent_runs WHERE id = ? AND org_id = ?')
-  const latest: Statement = sqlite.query('SELECT * FROM agent_runs WHERE feedback_id = ? AND org_id = ? ORDER BY id DESC LIMIT 1')
-  const all: Statement = sqlite.query(`SELECT * FROM agent_runs WHERE feedback_id = ? AND org_id = ? ORDER BY id DESC LIMIT ${RUN_LIST_LIMIT}`)
+  const latest: Statement = sqlite.query('SELECT * FROM agent_runs WHERE feedback_id = ? AND org_id = ? ORDER BY created_at DESC, id DESC LIMIT 1')
+  const all: Statement = sqlite.query(`SELECT * FROM agent_runs WHERE feedback_id = ? AND org_id = ? ORDER BY created_at DESC, id DESC LIMIT ${RUN_LIST_LIMIT}`)
   const report: Statement = sqlite.query('SELECT 1 FROM feedback WHERE id = ? AND org_id = ?')
   const bodies = agentRunBodies(side.bodies)
   const { driver } = side
