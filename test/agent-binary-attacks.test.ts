@@ -154,7 +154,9 @@ describe('an agent that fills its git metadata does not stall the server (compil
         expect(h.status).toBe(200)
         item = (await call(server.url, 'GET', `/v1/feedback/${id}`, { auth: t.key })).body
         if (item && ['pr_opened', 'failed'].includes(item.status)) break
-        await Bun.sleep(20)
+        // Under the sk_ key's refill of 10 a second (SPEC 8): faster, a long run emptied its bucket and the
+        // agent run's read below was a 429.
+        await Bun.sleep(120)
       }
       expect(item?.status).toBe('failed')
       const r = (await call(server.url, 'GET', `/v1/agent-runs/${id}`, { auth: t.key })).body

@@ -208,12 +208,23 @@ export async function mailerPass(server: TestServer): Promise<void> {
   await server.services.mailer.wake()
 }
 
+/** How often `eventually` looks: quickly for its first second, then at most ~8 times a second. */
+const EVENTUALLY_FAST_MS = 1_000
+const EVENTUALLY_SLOW_PAUSE_MS = 120
+
+/**
+ * Waits until `check` returns something truthy, and returns it. After its first second it looks every
+ * 120 ms: a check that reads the API with an `sk_` key spends that key's bucket (capacity 100, 10 a
+ * second, SPEC 8), and at 20 ms a wait of a few seconds on a loaded machine emptied it; the test's next
+ * read was then a 429 (a CI failure of test/spec-audit: the agent run read as `rate_limited`).
+ */
 export async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs
+  const start = Date.now()
+  const deadline = start + timeoutMs
   for (;;) {
     const v = await check()
     if (v) return v
     if (Date.now() > deadline) throw new Error('condition not met in time')
-    await Bun.sleep(20)
+    await Bun.sleep(Date.now() - start < EVENTUALLY_FAST_MS ? 20 : EVENTUALLY_SLOW_PAUSE_MS)
   }
 }
