@@ -158,6 +158,11 @@ main(process.argv.slice(2)).catch((e: unknown) => {
     const d = (e.details as { reason?: string; issues?: { message: string }[] } | undefined) ?? {}
     const extra = d.reason ?? d.issues?.map((i) => i.message).join('; ')
     const list = LISTED_BY[e.code]
+    // The API's "The request body is not valid." means nothing on a command line: what was wrong leads.
+    if (e.code === 'invalid_body' && extra) {
+      process.stderr.write(`fixloop: ${extra} (invalid_body)\n`)
+      leave(2)
+    }
     process.stderr.write(`fixloop: ${e.message} (${e.code}${extra ? `: ${extra}` : ''})${list ? `; ${list}` : ''}\n`)
     leave(2)
   }

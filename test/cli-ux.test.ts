@@ -42,6 +42,16 @@ describe('errors are messages, not stack traces', () => {
     expect(r.stderr).toContain('fixloop: --out')
     noTrace(r.stderr)
   })
+
+  test('a value the service refuses reads as what is wrong with it, not as "the request body" of an API', async () => {
+    const pw = join(dir, 'short-password')
+    await Bun.write(pw, 'short\n')
+    const r = await runBinary(['admin', 'create', '--email', 'ops@shop.example', '--password-file', pw, '--data-dir', dir])
+    expect([r.code, r.stdout]).toEqual([2, ''])
+    expect(r.stderr).toContain('fixloop: the password must be 10 to 1024 characters (invalid_body)')
+    expect(r.stderr).not.toContain('request body')
+    noTrace(r.stderr)
+  })
 })
 
 describe('version', () => {
@@ -234,5 +244,9 @@ describe('address-guard refusals from the CLI name the CLI command, not the serv
     expect(tracker.code).not.toBe(0)
     expect(tracker.stderr).toContain('FIXLOOP_TRACKER_ALLOW_PRIVATE=1 for this command')
     expect(tracker.stderr).not.toContain('on the server allows it')
+    // No token anywhere on the first connect: the refusal says where one comes from.
+    const noToken = await runBinary(['tracker', 'connect', '--app', t.appId, '--kind', 'github', '--project', 'acme/app', '--data-dir', dir])
+    expect([noToken.code, noToken.stdout]).toEqual([2, ''])
+    expect(noToken.stderr).toContain('--token-file PATH (- for standard input), or FIXLOOP_TRACKER_TOKEN')
   }, 60_000)
 })

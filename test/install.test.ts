@@ -66,10 +66,92 @@ describe('package.json', () => {
     for (const l of lines.slice(0, 3)) expect(l).toEndWith('env=unset')
     expect(lines[3]).toBe('pg env=1')
   })
+  test('the failed-tests summary at the end carries what bun printed of each failure: its diff and where it failed', async () => {
+    const dir = tempDir('fixloop-failures-')
+    const fakeBin = join(dir, 'bin')
+    mkdirSync(fakeBin)
+    // A parallel run printing one failure the way bun does, then passes buried under it.
+    const failure = [
+      'test/a.test.ts:',
+      '12 |   expect(run).toMatchObject({ status: "failed" })',
+      'error: expect(received).toMatchObject(expected)',
+      '',
+      '-   "status": "failed",',
+      '+   "error": { "code": "rate_limited" },',
+      '',
+      '      at <anonymous> (/repo/test/a.test.ts:12:17)',
+      '(fail) reads the run [7.00ms]',
+      'test/b.test.ts:',
+      '(pass) something else',
+      ' 1 pass',
+      ' 1 fail',
+    ].join('\\n')
+    await Bun.write(join(fakeBin, 'bun'), `#!/usr/bin/env bash\ncase "$*" in *--parallel*) printf '${failure}\\n'; exit 1;; *) printf " 1 pass\\n 0 fail\\n";; esac\n`)
+    Bun.spawnSync(['chmod', '+x', join(fakeBin, 'bun')])
+    mkdirSync(join(dir, 'scripts'))
+    cpSync(join(ROOT, 'scripts/test.sh'), join(dir, 'scripts/test.sh'))
+    await Bun.write(join(dir, 'scripts/test-setup.sh'), 'true\n')
+    await Bun.write(join(dir, 'scripts/test-pg.sh'), 'echo " 1 pass"\n')
+    const proc = Bun.spawn(['bash', 'scripts/test.sh'], { cwd: dir, env: { PATH: `${fakeBin}:${process.env.PATH}` }, stdout: 'pipe', stderr: 'pipe' })
+    const [out, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited])
+    expect(code).toBe(1)
+    const summary = out.slice(out.indexOf('failed tests:'))
+    expect(summary).toContain('(fail) reads the run [7.00ms]  [test/a.test.ts]')
+    expect(summary).toContain('    -   "status": "failed",')
+    expect(summary).toContain('    +   "error": { "code": "rate_limited" },')
+    expect(summary).toContain('    at <anonymous> (/repo/test/a.test.ts:12:17)'.replace('    at', '          at'))
+    expect(summary).not.toContain('something else')
+  })
   test('no unused load generator (autocannon); the widget build dependency (esbuild) is a dependency', () => {
     expect(pkg.devDependencies.autocannon).toBeUndefined()
     expect(pkg.dependencies.autocannon).toBeUndefined()
     expect(pkg.dependencies.esbuild).toBeDefined()
+  })
+})
+
+// A newcomer who is not root: npm's global folder (Debian's /usr or /usr/local) is not theirs, and
+// `npm install -g` fails with EACCES. install.sh puts Bun in ~/.local/bin then. A fake npm and bun stand in
+// for the registry (the real ones are exercised by the fresh copy below); needs root to become another user.
+describe('install.sh as a user who does not own npm\'s global folder', () => {
+  const asRoot = process.getuid?.() === 0
+  test.skipIf(!asRoot)('installs Bun into ~/.local/bin with npm --prefix, uses it, and says to add the folder to PATH', async () => {
+    const dir = tempDir('fixloop-install-user-')
+    Bun.spawnSync(['chmod', '755', dir])
+    const home = join(dir, 'home')
+    const repo = join(dir, 'repo')
+    const bin = join(dir, 'bin')
+    for (const d of [home, repo, bin]) mkdirSync(d)
+    cpSync(join(ROOT, 'install.sh'), join(repo, 'install.sh'))
+    const log = join(dir, 'calls')
+    // npm: its global prefix is /usr (root's); `install --prefix P` lays a fake bun in P/bin that logs its calls.
+    const fakeBun = `#!/bin/bash\\necho "bun $*" >> ${log}\\n[ "$1" = --version ] && echo 1.9.9\\nexit 0\\n`
+    await Bun.write(
+      join(bin, 'npm'),
+      `#!/bin/bash\necho "npm $*" >> ${log}\n[ "$1 $2" = "prefix -g" ] && { echo /usr; exit 0; }\nif [ "$1 $2 $3" = "install -g --prefix" ]; then mkdir -p "$4/bin" && printf '${fakeBun}' > "$4/bin/bun" && chmod +x "$4/bin/bun"; exit 0; fi\nexit 1\n`,
+    )
+    Bun.spawnSync(['chmod', '755', join(bin, 'npm')])
+    for (const tool of ['bash', 'dirname', 'id', 'mkdir', 'chmod']) Bun.spawnSync(['ln', '-s', Bun.which(tool)!, join(bin, tool)])
+    Bun.spawnSync(['chmod', '-R', 'a+rwX', dir])
+    const proc = Bun.spawn([Bun.which('setpriv')!, '--reuid=65534', '--regid=65534', '--clear-groups', 'bash', join(repo, 'install.sh')], {
+      cwd: repo,
+      // No bun on PATH: only the fake npm and a few tools.
+      env: { HOME: home, PATH: bin },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    const [, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
+    expect(code).toBe(0)
+    const calls = readFileSync(log, 'utf8').trim().split('\n')
+    expect(calls).toEqual(['npm prefix -g', `npm install -g --prefix ${home}/.local bun@1`, 'bun --version', 'bun install --production --frozen-lockfile', 'bun run build'])
+    expect(stderr).toContain(`Bun is in ${home}/.local/bin`)
+    expect(stderr).toContain('add that folder to your PATH')
+    expect(stderr).toContain('install.sh: bun 1.9.9')
+
+    // Run again: the Bun in ~/.local/bin is found, nothing is installed twice.
+    await Bun.write(log, '')
+    const again = Bun.spawnSync([Bun.which('setpriv')!, '--reuid=65534', '--regid=65534', '--clear-groups', 'bash', join(repo, 'install.sh')], { cwd: repo, env: { HOME: home, PATH: bin } })
+    expect(again.exitCode).toBe(0)
+    expect(readFileSync(log, 'utf8').trim().split('\n')).toEqual(['bun --version', 'bun install --production --frozen-lockfile', 'bun run build'])
   })
 })
 

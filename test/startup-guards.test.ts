@@ -84,7 +84,7 @@ test('read-only commands on a missing data dir say so and create nothing', async
   ensureBinary()
   const parent = tempDir()
   const ghost = join(parent, 'typo')
-  for (const args of [['org', 'list'], ['key', 'list', '--org', 'a'.repeat(24)], ['app', 'list', '--org', 'a'.repeat(24)], ['backup', '--out', join(parent, 'b.tar')], ['webhook', 'list', '--org', 'a'.repeat(24)], ['chatops', 'slack', 'list', '--org', 'a'.repeat(24)]]) {
+  for (const args of [['org', 'list'], ['key', 'list', '--org', 'a'.repeat(24)], ['app', 'list', '--org', 'a'.repeat(24)], ['backup', '--out', join(parent, 'b.tar')], ['webhook', 'list', '--org', 'a'.repeat(24)], ['chatops', 'slack', 'list', '--org', 'a'.repeat(24)], ['admin', 'list'], ['app', 'smtp', 'a'.repeat(24)]]) {
     const r = await runBinary([...args, '--data-dir', ghost])
     expect(r.code).toBe(2)
     expect(r.stderr).toContain('does not exist')

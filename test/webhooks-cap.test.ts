@@ -62,7 +62,7 @@ describe('webhook endpoints per Org', () => {
 
   test('the CLI is held to the same number', async () => {
     const r = await cli('webhook', 'create', '--org', a.orgId, '--url', 'https://93.184.216.34/hook/cli')
-    expect(r.code).not.toBe(0)
+    expect(r.code).toBe(2)
     expect(r.stderr).toContain('FIXLOOP_WEBHOOKS_PER_ORG')
   })
 })

@@ -98,7 +98,8 @@ async function runListOrRemove(sub: 'list' | 'remove', values: ReturnType<typeof
   const extra = (['password-file', 'no-password', 'org', 'role'] as const).find((f) => values[f] !== undefined)
   if (extra || (sub === 'list' && values.email)) throw new UsageError(`"fixloop admin ${sub}" takes ${sub === 'list' ? 'no flags but --json' : 'only --email'}${extra ? `, not --${extra}` : ''}`)
   if (sub === 'remove' && !values.email) throw new UsageError('missing --email')
-  const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }))
+  // `list` is read-only: a mistyped --data-dir is an error, never a new instance.
+  const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }), undefined, { existingOnly: sub === 'list' })
   try {
     const { admins } = domainServices(ctx)
     if (sub === 'remove') {

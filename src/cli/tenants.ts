@@ -40,7 +40,7 @@ Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data)`,
   fixloop app triage-reset APP_ID [--json]     forget what the App's merge bars learned from triage decisions
         (deletes them; audited); prints the counts removed and the bars now (docs/triage.md)
 SMTP settings (smtp; reporters who asked are mailed when their report is resolved, docs/email.md):
-  --host HOST  --port N (25, 465, 587)  --tls none|starttls|tls  --from "Name <noreply@example.com>"
+  --host HOST  --port N (usually 25, 465 or 587)  --tls none|starttls|tls  --from "Name <noreply@example.com>"
   --user USER  --password-file PATH     the password is the file's first line, stored encrypted, never shown;
                                         without --password-file a stored password is kept, unless
                                         --host, --port or --tls changes (then it is required again)
@@ -66,7 +66,7 @@ Settings:
 Repository settings (connect-repo; the token is read from a file, never from the command line):
   --git-url URL                 https://host/owner/repo.git, git@host:owner/repo.git or a local path
   --base-branch NAME            default main
-  --host github|gitea|gitlab|none   where to open the pull/merge request (none: push a branch only)
+  --host github|gitea|gitlab|none   where to open the pull/merge request (none, the default: push a branch only)
   --host-api-url URL            default https://api.github.com (github.com), https://HOST/api/v3 (GitHub Enterprise), https://HOST/api/v1 (gitea), https://HOST/api/v4 (gitlab);
                                 a link-local or metadata address is refused; a private one too when "fixloop serve" runs with FIXLOOP_GIT_HOST_ALLOW_PRIVATE=0
   --host-repo OWNER/NAME        the repository on the host, when the git URL's path differs (a mirror)
@@ -299,7 +299,8 @@ export async function runTenantCommand(group: 'org' | 'key' | 'app', argv: strin
   if (!sub) throw new UsageError(`missing command\n\n${TENANT_HELP[group]}`)
   checkUsage(`${group} ${sub}`, values, positionals, TENANT_HELP[group])
   // Read-only commands never create a data dir, a database or a master key: a typo is an error.
-  const readOnly = sub === 'list'
+  // `app smtp APP_ID` with no SMTP flag only shows the settings.
+  const readOnly = sub === 'list' || (`${group} ${sub}` === 'app smtp' && SMTP_FLAGS.every((f) => values[f as keyof typeof values] === undefined))
   const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }), undefined, { existingOnly: readOnly })
   try {
     const services = domainServices(ctx)

@@ -139,6 +139,8 @@ export async function runTrackerCommand(argv: string[]): Promise<void> {
         for (const s of severities ?? []) if (!(SEVERITY_CHOICES as readonly string[]).includes(s)) throw new UsageError(`--on-awaiting-manual takes ${SEVERITY_CHOICES.join(', ')}, got "${s}"`)
         const before = (await svc.get(orgId, appId, base)).tracker
         const token = await readToken(values['token-file'])
+        // The service's refusal names the field; on a command line, say where the token comes from.
+        if (token === undefined && !before) throw new UsageError('a token is required on the first connect: --token-file PATH (- for standard input), or FIXLOOP_TRACKER_TOKEN')
         if (values['token-file'] === '-' && values['webhook-secret-file'] === '-') throw new UsageError('--token-file and --webhook-secret-file cannot both read standard input')
         const webhookSecret = values['webhook-secret-file'] === undefined ? undefined : await readSecretFile(values['webhook-secret-file'], '--webhook-secret-file')
         const input: TrackerInput = {
