@@ -188,7 +188,11 @@ describe('the route', () => {
       expect([name, res.status, json.error?.code]).toEqual([name, code, err])
     }
     // Signed, but not JSON: 400; signed JSON that is not about a PR: acknowledged, ignored.
-    for (const raw of ['not json', '\xff\xfe', '']) expect((await send(server.url, s.tenant.appId, signed(raw))).status).toBe(400)
+    for (const raw of ['not json', '\xff\xfe', '']) {
+      const refused = await send(server.url, s.tenant.appId, signed(raw))
+      // SPEC 7: invalid_body carries details.issues, here as everywhere.
+      expect([refused.status, refused.body.error.code, refused.body.error.details]).toEqual([400, 'invalid_body', { issues: [{ path: '/', message: 'not JSON (or not UTF-8)' }] }])
+    }
     for (const raw of ['null', '[]', '1', '{"action":"closed"}', '{"action":"closed","pull_request":{"html_url":{"x":1},"merged":true}}', `{"action":"closed","pull_request":{"html_url":"${'x'.repeat(5000)}"}}`]) {
       expect(await send(server.url, s.tenant.appId, signed(raw))).toEqual({ status: 200, body: { received: true, outcome: 'ignored' } })
     }

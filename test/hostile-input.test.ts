@@ -65,6 +65,9 @@ describe('deep nesting is refused before validation, on every JSON route', () =>
     ['POST', '/v1/tokens/mint?appId=APP', () => key, 'mint ctx', (n) => `{"sub":"u","ctx":{"a":${n}}}`],
     ['PATCH', '/v1/feedback/FID', () => key, 'PATCH', (n) => `{"status":${n}}`],
     ['POST', '/v1/feedback/FID/merge', () => key, 'merge', (n) => `{"leadId":${n}}`],
+    // Raw-body routes (the host's signature covers the bytes): refused before the signature is checked.
+    ['POST', '/v1/git-hooks/APP', () => key, 'git-host delivery', (n) => `{"a":${n}}`],
+    ['POST', '/v1/tracker-hooks/APP', () => key, 'tracker delivery', (n) => `{"a":${n}}`],
   ]
   for (const [method, path, auth, name, body] of routes) {
     for (const depth of [65, 20_000, 100_000]) {
@@ -126,6 +129,30 @@ describe('sizes and Content-Type', () => {
     expect((await post('/v1/feedback', pub, '{"text":"hi"}', { 'content-type': 'application/json; charset=utf-8' })).status).toBe(201)
     await expectEnvelope(await post('/v1/feedback', pub, '{"text":'), 400, 'invalid_body')
     await expectEnvelope(await post('/v1/feedback', pub, new Uint8Array([0x7b, 0x22, 0x74, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d])), 400, 'invalid_body')
+  })
+
+  test('a compressed body is refused naming Content-Encoding, not as malformed JSON; identity is fine', async () => {
+    const gz = Bun.gzipSync(new TextEncoder().encode('{"text":"compressed"}'))
+    const env = await expectEnvelope(await post('/v1/feedback', pub, gz, { 'content-encoding': 'gzip' }), 400, 'invalid_body')
+    expect(env.error.details.issues).toEqual([{ path: 'header:Content-Encoding', message: 'Content-Encoding gzip is not accepted: send the body uncompressed' }])
+    expect((await post('/v1/feedback', pub, '{"text":"plain"}', { 'content-encoding': 'identity' })).status).toBe(201)
+  })
+
+  test('a number no double holds is refused where it sits (metadata kept it as null: data the client never sent)', async () => {
+    for (const [raw, path] of [
+      ['{"text":"x","metadata":{"n":1e309}}', '/metadata/n'],
+      ['{"text":"x","metadata":{"deep":[1,{"m":-1e400}]}}', '/metadata/deep/1/m'],
+      [`{"text":"x","metadata":{"digits":${'9'.repeat(400)}}}`, '/metadata/digits'],
+    ] as const) {
+      const env = await expectEnvelope(await post('/v1/feedback', pub, raw), 400, 'invalid_body')
+      expect(env.error.details.issues).toEqual([{ path, message: 'a number too large for a double (at most about 1.8e308)' }])
+    }
+    // The largest doubles, a tiny exponent and the same characters in a string are fine, and kept as sent.
+    const ok = await post('/v1/feedback', pub, '{"text":"see e999 and 1e309 in the text","metadata":{"big":1.7e308,"small":1e-400,"s":"1e309"}}')
+    expect(ok.status).toBe(201)
+    const id = ((await ok.json()) as { id: string }).id
+    const item = (await (await fetch(`${base}/v1/feedback/${id}`, { headers: { authorization: `Bearer ${key}` } })).json()) as { submissionMeta: unknown }
+    expect(item.submissionMeta).toEqual({ big: 1.7e308, small: 0, s: '1e309' })
   })
 })
 

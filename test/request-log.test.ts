@@ -68,6 +68,8 @@ for (const c of cases) {
       expect((await call(server.url, 'GET', '/healthz', { headers: headers('req-health') })).status).toBe(200)
       // A route that answers with a Response of its own (the dashboard's assets, the SSO pages): its status, not 200.
       expect((await fetch(`${server.url}/admin/assets/no-such-asset.js`, { headers: headers('req-asset-404') })).status).toBe(404)
+      // An unmatched path of 15,000 characters, no key: its line keeps 200 of them and says how long it was.
+      expect((await call(server.url, 'GET', `/v1/${'b'.repeat(15_000)}`, { headers: headers('req-long') })).status).toBe(404)
 
       const widget = await lineFor(server.lines, 'req-widget')
       expect({ client: widget.client, orgId: widget.orgId, appId: widget.appId, status: widget.status }).toEqual({ client: c.client, orgId: t.orgId, appId: t.appId, status: 201 })
@@ -80,6 +82,8 @@ for (const c of cases) {
       expect({ client: refused.client, orgId: refused.orgId, status: refused.status }).toEqual({ client: c.client, orgId: undefined, status: 401 })
       expect((await lineFor(server.lines, 'req-health')).client).toBe(c.client)
       expect((await lineFor(server.lines, 'req-asset-404')).status).toBe(404)
+      const long = await lineFor(server.lines, 'req-long')
+      expect(long.route).toBe(`/v1/${'b'.repeat(196)}… (15004 characters)`)
 
       server.proc.kill('SIGTERM')
       expect(await server.proc.exited).toBe(0)

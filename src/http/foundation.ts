@@ -162,8 +162,15 @@ function toApiError(code: string | number, error: unknown, request?: Request): A
   return new ApiError('internal_error')
 }
 
+/** The most of a path a log line keeps: an unmatched 16 KB path logged whole is a stranger filling the log. */
+export const LOGGED_PATH_MAX = 200
+
 /** The path for a log line; a request refused for its Host has no path worth logging (url-path.ts). */
-const loggedPath = (url: string): string => (hasUsableHost(url) ? pathOfUrl(url) : '(invalid host)')
+function loggedPath(url: string): string {
+  if (!hasUsableHost(url)) return '(invalid host)'
+  const path = pathOfUrl(url)
+  return path.length > LOGGED_PATH_MAX ? `${path.slice(0, LOGGED_PATH_MAX)}… (${path.length} characters)` : path
+}
 
 /** Seconds since onRequest; 0 when the request never passed it. */
 function elapsedSeconds(request: Request): number {

@@ -8,8 +8,9 @@
  *   arrays blow the parser's stack, and Elysia's validator error used to pretty-print the whole body);
  * - so is a body of more than MAX_JSON_VALUES values (JSON.parse of 8 MB of tiny members held the event
  *   loop for half a second);
- * - anything that is not `application/json` is refused with 400;
+ * - anything that is not `application/json` is refused with 400, and so is a compressed body (Content-Encoding);
  * - a NUL (U+0000) in any string or key is refused with 400 (core/nul.ts: PostgreSQL cannot store it);
+ * - so is a number no double holds (`1e309`: JSON.parse reads Infinity, stored back as null; core/finite-numbers.ts);
  * - an unpaired surrogate (`\ud800`) in any string or key becomes U+FFFD (core/well-formed.ts);
  * - with a ticket, the bytes held while the body arrives count against the body budget (body-budget.ts).
  */
@@ -17,6 +18,7 @@ import { ApiError } from '../core/errors'
 import { lentTicket, UNCOUNTED_BODY_BYTES, type BodyTicket } from './body-budget'
 import { jsonTextMayHoldNul, nulPath, NUL_MESSAGE } from '../core/nul'
 import { jsonTextMayHoldSurrogate, wellFormed } from '../core/well-formed'
+import { jsonTextMayHoldHugeNumber, nonFinitePath } from '../core/finite-numbers'
 
 /** Deepest nesting of arrays/objects a body may have. Real payloads stay under ~6. */
 export const MAX_JSON_DEPTH = 64
@@ -195,6 +197,9 @@ async function parseStrictJsonBody(request: Request, limit: number, ticket: Body
   if (!isJsonContentType(request.headers.get('content-type'))) {
     throw invalid('Content-Type must be application/json')
   }
+  // A compressed body is not decoded (a gzip bomb stays bytes): say so, rather than "malformed JSON".
+  const encoding = request.headers.get('content-encoding')
+  if (encoding !== null && encoding.trim().toLowerCase() !== 'identity') throw invalid(`Content-Encoding ${encoding.slice(0, 40)} is not accepted: send the body uncompressed`, 'header:Content-Encoding')
   if (jsonDepthExceeds(bytes)) throw invalid(`JSON nested deeper than ${MAX_JSON_DEPTH} levels`)
   if (jsonValuesExceed(bytes)) throw invalid(`JSON holding more than ${MAX_JSON_VALUES} values`)
   let text: string
@@ -209,6 +214,8 @@ async function parseStrictJsonBody(request: Request, limit: number, ticket: Body
   // usual body from being walked.
   const nul = jsonTextMayHoldNul(text) ? nulPath(value) : undefined
   if (nul) throw invalid(`${nul === '/' ? 'the body' : nul.slice(1)} ${NUL_MESSAGE}`, nul)
+  const huge = jsonTextMayHoldHugeNumber(text) ? nonFinitePath(value) : undefined
+  if (huge) throw invalid('a number too large for a double (at most about 1.8e308)', huge)
   // Unpaired surrogates become U+FFFD in every string and key (core/well-formed.ts).
   return jsonTextMayHoldSurrogate(text) ? wellFormed(value) : value
 }

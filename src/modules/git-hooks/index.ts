@@ -19,7 +19,7 @@ export function gitHookRoutes(hooks: GitHooksService) {
     async ({ params, request }) => {
       // The raw bytes, as the host signed them (the JSON reader leaves this route alone).
       const raw = await readBodyBounded(request, GIT_HOOK_BODY_MAX_BYTES)
-      if (jsonDepthExceeds(raw)) throw new ApiError('invalid_body', undefined, `JSON nested deeper than ${MAX_JSON_DEPTH} levels`)
+      if (jsonDepthExceeds(raw)) throw new ApiError('invalid_body', { issues: [{ path: '/', message: `JSON nested deeper than ${MAX_JSON_DEPTH} levels` }] })
       return { received: true as const, ...(await hooks.receive(params.appId, request.headers, raw)) }
     },
     {

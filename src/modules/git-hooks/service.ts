@@ -95,7 +95,7 @@ export function createGitHooksService(deps: {
         // NUL stripped, not refused: the host would redeliver a refused delivery forever (core/nul.ts).
         body = parseDeliveryJson(raw)
       } catch {
-        throw new ApiError('invalid_body', undefined, 'The delivery is not JSON: set the webhook\'s content type to application/json.')
+        throw new ApiError('invalid_body', { issues: [{ path: '/', message: 'not JSON (or not UTF-8)' }] }, 'The delivery is not JSON: set the webhook\'s content type to application/json.')
       }
       // Its id and its body's hash: a signed body replayed under a new (unsigned) id is still a replay.
       const delivery = deliveryKeys(deliveryIdOf(host, headers, raw), raw)

@@ -168,7 +168,7 @@ export function trackerHookRoutes(trackers: TrackersService) {
     '/v1/tracker-hooks/:appId',
     async ({ params, request }) => {
       const raw = await readBodyBounded(request, TRACKER_HOOK_BODY_MAX_BYTES)
-      if (jsonDepthExceeds(raw)) throw new ApiError('invalid_body', undefined, `JSON nested deeper than ${MAX_JSON_DEPTH} levels`)
+      if (jsonDepthExceeds(raw)) throw new ApiError('invalid_body', { issues: [{ path: '/', message: `JSON nested deeper than ${MAX_JSON_DEPTH} levels` }] })
       return { received: true as const, ...(await trackers.receive(params.appId, request.headers, raw)) }
     },
     {

@@ -373,7 +373,7 @@ export function createTrackersService(ctx: TrackersDeps, lifecycle: Lifecycle) {
         // NUL stripped, not refused: the host would redeliver a refused delivery forever (core/nul.ts).
         body = parseDeliveryJson(raw)
       } catch {
-        throw new ApiError('invalid_body', undefined, "The delivery is not JSON: set the webhook's content type to application/json.")
+        throw new ApiError('invalid_body', { issues: [{ path: '/', message: 'not JSON (or not UTF-8)' }] }, "The delivery is not JSON: set the webhook's content type to application/json.")
       }
       const news = adapter.parseWebhook(headers, body, raw)
       if (!news) return { outcome: 'ignored' }
