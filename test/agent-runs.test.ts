@@ -483,6 +483,75 @@ describe('runs of one App are serialized; interrupted runs are failed at start',
     }
   }, 60_000)
 
+  test('a stop while a run is being started waits for that start: the run ends failed, none is left running (the App\'s slot free)', async () => {
+    const s = await setup('github')
+    try {
+      // No repository yet: the report waits in `queued`. The worker is stopped before the repository is
+      // connected, so only the start below can start its run.
+      const id = (await call(s.srv.url, 'POST', '/v1/feedback', { auth: s.t.pub, body: { text: 'Stop case: the coupon field eats the last digit' } })).body.id as string
+      await eventually(async () => (await dbRow(s.srv.ctx, 'SELECT status FROM feedback WHERE id = ?', [id]))?.status === 'queued', 15_000)
+      await s.srv.services.worker.stop()
+      await connect(s, { agentCommand: 'sleep 30' })
+      // The stop comes while the start is in hand, past its own check and before its run is among the
+      // running ones: as the start reads the App's repository connection.
+      const connections = s.srv.services.connections
+      const load = connections.load.bind(connections)
+      let stopped: Promise<void> | undefined
+      connections.load = async (appId: string) => {
+        stopped ??= s.srv.runner.stop()
+        return load(appId)
+      }
+      expect(await s.srv.runner.start(id)).toBe(true)
+      expect(stopped).toBeDefined()
+      await stopped
+      connections.load = load
+      const runs = await dbRows<{ status: string; error: string }>(s.srv.ctx, 'SELECT status, error FROM agent_runs WHERE feedback_id = ?', [id])
+      expect(runs.map((r) => r.status)).toEqual(['failed'])
+      expect((await dbRow(s.srv.ctx, 'SELECT status FROM feedback WHERE id = ?', [id]))?.status).toBe('failed')
+      // Once stopping, a start is refused (its job waits for the next start of fixloop).
+      await expect(s.srv.runner.start(id)).rejects.toThrow('fixloop is stopping')
+    } finally {
+      await teardown(s)
+    }
+  }, 60_000)
+
+  test('the sweep fails a run whose node is gone from cluster_nodes (it left with the row still running); a listed node\'s run is left alone', async () => {
+    const s = await setup('github')
+    try {
+      const now = Date.now()
+      const ids: Record<string, string> = {}
+      for (const [name, text] of [['gone', 'Orphan case: the sort order resets'], ['live', 'Live case: the filter chips overlap']]) {
+        ids[name] = (await call(s.srv.url, 'POST', '/v1/feedback', { auth: s.t.pub, body: { text } })).body.id
+      }
+      await eventually(async () => (await dbRows(s.srv.ctx, "SELECT id FROM feedback WHERE id IN (?, ?) AND status = 'queued'", [ids.gone, ids.live])).length === 2, 15_000)
+      await s.srv.services.worker.stop()
+      await dbRun(s.srv.ctx, "INSERT INTO cluster_nodes (id, host, pid, version, started_at, heartbeat_at, roles) VALUES ('node_live', 'h', 1, 'v', ?, ?, '')", [now, now])
+      // Two Apps' worth of runs cannot both run in one App: the live node's run is in a second App.
+      const other = await seedTenant(s.srv.admin, { processingMode: 'auto_pr' }, 'Other')
+      await dbRun(s.srv.ctx, 'UPDATE feedback SET app_id = ?, org_id = ? WHERE id = ?', [other.appId, other.orgId, ids.live])
+      for (const [name, node, appId, orgId] of [['gone', 'node_gone', s.t.appId, s.t.orgId], ['live', 'node_live', other.appId, other.orgId]]) {
+        await dbRun(s.srv.ctx, "UPDATE feedback SET status = 'agent_running' WHERE id = ?", [ids[name]])
+        await dbRun(
+          s.srv.ctx,
+          "INSERT INTO agent_runs (id, org_id, app_id, feedback_id, provider, status, branch, timings, started_at, created_at, node_id) VALUES (?, ?, ?, ?, 'command', 'running', ?, ?, ?, ?, ?)",
+          [(name === 'gone' ? 'a' : 'b').repeat(24), orgId, appId, ids[name], `fixloop/${ids[name]}`, JSON.stringify({ prepareMs: 0, cloneMs: 0, agentMs: 0, pushMs: 0, prMs: 0 }), now, now, node],
+        )
+      }
+      // A sweep that found no dead node (the maintenance holder's, at each beat; on PostgreSQL this server's
+      // own beat may have come first, hence no count here).
+      await s.srv.runner.failRunsOf([])
+      const status = async (runId: string) => (await dbRow<{ status: string }>(s.srv.ctx, 'SELECT status FROM agent_runs WHERE id = ?', [runId]))?.status
+      expect([await status('a'.repeat(24)), await status('b'.repeat(24))]).toEqual(['failed', 'running'])
+      expect((await dbRow(s.srv.ctx, 'SELECT status FROM feedback WHERE id = ?', [ids.gone]))?.status).toBe('failed')
+      expect((await dbRow(s.srv.ctx, 'SELECT status FROM feedback WHERE id = ?', [ids.live]))?.status).toBe('agent_running')
+      // Left alone again at the next sweep.
+      expect(await s.srv.runner.failRunsOf([])).toBe(0)
+      await dbRun(s.srv.ctx, "UPDATE agent_runs SET status = 'failed' WHERE id = ?", ['b'.repeat(24)])
+    } finally {
+      await teardown(s)
+    }
+  }, 60_000)
+
   test('a run left running by a crash is failed at the next start, and its report too', async () => {
     const s = await setup('github')
     const dataDir = s.srv.dataDir

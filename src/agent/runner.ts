@@ -174,12 +174,16 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
    * never started before the runs a crash left are failed (nor its workspace removed with theirs).
    */
   const inTurn = createTurns()
+  /** Set by `stop`: starts are refused from then on. */
+  let stopping = false
 
   /**
    * Starts a run for a queued report if a slot is free. Returns false when the report no longer
    * needs one (archived, a duplicate, already running). Throws RunnerBusy when it must wait.
    */
   async function start(feedbackId: string): Promise<boolean> {
+    // Stopping: no run is made that nobody would end (the job waits for the next start).
+    if (stopping) throw new RunnerBusy('fixloop is stopping')
     const f = await runs.feedback(feedbackId)
     if (!f || f.status !== 'queued' || f.duplicate_of_id) return false
     const conn = await connections.load(f.app_id)
@@ -249,6 +253,7 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
    * longer run (the report moved on, a cap reached) are dropped, with a warning in the log.
    */
   async function startQueuedReview(feedbackId: string): Promise<boolean> {
+    if (stopping) throw new RunnerBusy('fixloop is stopping')
     const waiting = await runs.pendingReviews(feedbackId)
     if (waiting.length === 0) return false
     const f = await runs.feedback(feedbackId)
@@ -496,12 +501,18 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
       })
     },
 
-    /** Cluster mode: fails the runs of nodes the sweep found dead (their sandboxes died with them or run on another host). */
+    /**
+     * Cluster mode, at each sweep of the maintenance holder: fails the runs of nodes the sweep found dead
+     * (their sandboxes died with them or run on another host), and runs of no live node (a node that left
+     * while its row still read `running`: stopped by an older fixloop mid-start; without this the App's one
+     * run slot stayed taken until some node restarted).
+     */
     async failRunsOf(nodeIds: string[]): Promise<number> {
-      if (nodeIds.length === 0) return 0
-      const n = await failInterrupted(await runs.interrupted(nodeIds), false)
-      if (n > 0) log.warn('failed the agent runs of nodes that stopped beating', { runs: n, nodes: nodeIds })
-      return n
+      const dead = nodeIds.length === 0 ? 0 : await failInterrupted(await runs.interrupted(nodeIds), false)
+      if (dead > 0) log.warn('failed the agent runs of nodes that stopped beating', { runs: dead, nodes: nodeIds })
+      const orphans = await failInterrupted(await runs.interrupted(null), false)
+      if (orphans > 0) log.warn('failed agent runs no live node runs', { runs: orphans })
+      return dead + orphans
     },
 
     /** Waits for the reclaim at start, the starts in hand and every run in progress to end. */
@@ -514,8 +525,15 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
       }
     },
 
-    /** At shutdown: kills running agents; their runs end as failed (interrupted). */
+    /**
+     * At shutdown: refuses new starts, lets the start in hand finish (its run is then in `active`, or was
+     * never made), then kills running agents; their runs end as failed (interrupted). Without waiting for
+     * the start, a SIGTERM while a run was being claimed left its row `running` once this process was gone
+     * (an upgrade audit, PostgreSQL: the App's run slot taken for good).
+     */
     async stop(): Promise<void> {
+      stopping = true
+      await inTurn.tail
       for (const a of active.values()) a.abort.abort()
       await Promise.all([...active.values()].map((a) => a.done))
     },

@@ -202,7 +202,8 @@ export class ClusterCoordinator implements Coordinator {
       const newlyDead = deadNodes.filter((id) => !this.warnedDead.has(id))
       this.warnedDead = new Set(deadNodes)
       if (jobs > 0 || newlyDead.length > 0) this.log.warn('freed the work of nodes that stopped beating', { jobs, deadNodes })
-      if (deadNodes.length > 0) await this.opts.onSweep?.(deadNodes)
+      // Every sweep, dead nodes or not: runs of nodes no longer listed are failed there too (runner.failRunsOf).
+      await this.opts.onSweep?.(deadNodes)
     } catch (e) {
       this.log.error('dead-node sweep failed', { error: errorText(e) })
     }

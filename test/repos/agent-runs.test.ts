@@ -346,6 +346,24 @@ describeEachDialect('agent-runs repo', (fresh) => {
     expect((await repo.interrupted()).map((r) => r.id)).toEqual(['r2'])
   })
 
+  test('interrupted runs by node: the given nodes\' runs; with null, runs of no live node (none claims them, or their node is gone from cluster_nodes)', async () => {
+    const s = await fresh()
+    const { repo } = await setup(s)
+    const apps = ['a1', 'a2', 'a3', 'a4']
+    for (const [i, app] of apps.entries()) {
+      if (i === 0) await seedOrgApp(s)
+      else await seedOrgApp(s, 'o1', app)
+      await insertReport(s, `f${i}`, 'queued', 'o1', app)
+    }
+    await sql(s, "INSERT INTO cluster_nodes (id, host, pid, version, started_at, heartbeat_at, roles) VALUES ('node_live', 'h', 1, 'v', 1, 1, '')")
+    const nodes = [null, 'node_live', 'node_gone', 'node_dead']
+    for (const [i, node] of nodes.entries()) await repo.startRun(runRow(`r${i}`, `f${i}`, { appId: apps[i], nodeId: node }), started(`r${i}`, `f${i}`))
+    await sql(s, "INSERT INTO cluster_nodes (id, host, pid, version, started_at, heartbeat_at, roles) VALUES ('node_dead', 'h', 2, 'v', 1, 1, '')")
+    expect((await repo.interrupted(null)).map((r) => r.id)).toEqual(['r0', 'r2'])
+    expect((await repo.interrupted(['node_dead'])).map((r) => r.id)).toEqual(['r3'])
+    expect((await repo.interrupted()).map((r) => r.id)).toEqual(['r0', 'r1', 'r2', 'r3'])
+  })
+
   test('reclaim of an interrupted review iteration: its report goes back to pr_opened, the URL kept', async () => {
     const s = await fresh()
     await seedOrgApp(s)

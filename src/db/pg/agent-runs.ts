@@ -24,7 +24,10 @@ const RUNNING_FOR_APP = "SELECT COUNT(*) AS n FROM agent_runs WHERE app_id = $1 
 const RUNS_SINCE = 'SELECT COUNT(*) AS n FROM agent_runs WHERE app_id = $1 AND created_at >= $2'
 const COST_SINCE = 'SELECT COALESCE(SUM(cost_usd), 0) AS usd FROM agent_runs WHERE app_id = $1 AND created_at >= $2'
 const INTERRUPTED = "SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start, trigger FROM agent_runs WHERE status = 'running' ORDER BY id"
-const INTERRUPTED_UNCLAIMED = "SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start, trigger FROM agent_runs WHERE status = 'running' AND node_id IS NULL ORDER BY id"
+// No live node's: claimed by none (from before cluster mode), or by a node gone from cluster_nodes (it left
+// cleanly, or was forgotten, while its row still read `running`). A node is listed before it starts a run.
+const INTERRUPTED_UNCLAIMED =
+  "SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start, trigger FROM agent_runs WHERE status = 'running' AND (node_id IS NULL OR node_id NOT IN (SELECT id FROM cluster_nodes)) ORDER BY id"
 const INTERRUPTED_OF = "SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start, trigger FROM agent_runs WHERE status = 'running' AND node_id = ANY($1::text[]) ORDER BY id"
 const SET_SANDBOX = 'UPDATE agent_runs SET sandbox_pid = $1, sandbox_start = $2 WHERE id = $3'
 const RUN_EXISTS = 'SELECT 1 AS one FROM agent_runs WHERE id = $1'

@@ -24,7 +24,9 @@ export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, side: Sqlit
   const runningForApp: Statement = sqlite.query("SELECT COUNT(*) AS n FROM agent_runs WHERE app_id = ? AND status = 'running'")
   const runsSince: Statement = sqlite.query('SELECT COUNT(*) AS n FROM agent_runs WHERE app_id = ? AND created_at >= ?')
   const costSince: Statement = sqlite.query('SELECT COALESCE(SUM(cost_usd), 0) AS usd FROM agent_runs WHERE app_id = ? AND created_at >= ?')
-  const interrupted: Statement = sqlite.query("SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start, node_id, trigger FROM agent_runs WHERE status = 'running' ORDER BY id")
+  const interrupted: Statement = sqlite.query(
+    "SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start, node_id, node_id IN (SELECT id FROM cluster_nodes) AS node_listed, trigger FROM agent_runs WHERE status = 'running' ORDER BY id",
+  )
   const setSandbox: Statement = sqlite.query('UPDATE agent_runs SET sandbox_pid = ?, sandbox_start = ? WHERE id = ?')
   const runExists: Statement = sqlite.query('SELECT 1 AS one FROM agent_runs WHERE id = ?')
 
@@ -72,9 +74,10 @@ export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, side: Sqlit
     setSandbox: async (id, pid, identity) => void setSandbox.run(pid, identity, id),
     runExists: async (id) => runExists.get(id) != null,
     interrupted: async (nodes) => {
-      const all = interrupted.all() as (InterruptedRun & { node_id: string | null })[]
-      const pick = nodes === undefined ? all : nodes === null ? all.filter((r) => r.node_id === null) : all.filter((r) => r.node_id !== null && nodes.includes(r.node_id))
-      return pick.map(({ node_id: _n, ...r }) => r)
+      const all = interrupted.all() as (InterruptedRun & { node_id: string | null; node_listed: number | null })[]
+      // `null`: no live node's (as on PostgreSQL): claimed by none, or by a node gone from cluster_nodes.
+      const pick = nodes === undefined ? all : nodes === null ? all.filter((r) => r.node_id === null || !r.node_listed) : all.filter((r) => r.node_id !== null && nodes.includes(r.node_id))
+      return pick.map(({ node_id: _n, node_listed: _l, ...r }) => r)
     },
 
     failInterrupted: async (r, error, endedAt, outcome) => driver.transaction(bodies.failInterrupted(r, error, endedAt, outcome)),

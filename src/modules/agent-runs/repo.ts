@@ -207,8 +207,9 @@ export interface AgentRunsRepo {
   /**
    * Runs left `running` by a process that is gone, oldest first. Embedded mode (no `nodes`): one process
    * per data dir, so at start every `running` row is such a run. Cluster mode: the runs of the given
-   * nodes (dead ones, named by the sweep), or with `nodes` null the runs no node claims (from before
-   * cluster mode).
+   * nodes (dead ones, named by the sweep), or with `nodes` null the runs of no live node: claimed by none
+   * (from before cluster mode) or by a node gone from `cluster_nodes` (it left, or was forgotten, with
+   * the row still `running`; a node is listed before it starts any run).
    */
   interrupted(nodes?: string[] | null): Promise<InterruptedRun[]>
   /** Fails an interrupted run (if still `running`) with the outcome, together; false when it no longer ran. */
