@@ -14,6 +14,7 @@ import { PG_MIGRATIONS } from '../src/db/pg/migrations'
 import { runBinary, tempDir } from './harness'
 import { pgMissingReason, startPostgres, type PgServer } from './pg-server'
 import { clusterEnv } from './cluster-env'
+import { VERSION } from '../src/version'
 
 const skip = pgMissingReason()
 if (skip) console.warn(`pg-mode-cli: skipped: ${skip}`)
@@ -62,8 +63,12 @@ describe.skipIf(Boolean(skip))('FIXLOOP_DATABASE_URL on the CLI (compiled binary
       expect(r.code).toBe(2)
       expect(r.stderr).toContain('migrated by a newer fixloop')
       expect(r.stderr).toContain('9999_from_the_future')
+      // The version that migrated it, when it is another one.
+      await pool.query("UPDATE instance_meta SET value = '9.9.0' WHERE key = 'migrated_by_version'")
+      expect((await runBinary(['migrate'], { FIXLOOP_DATABASE_URL: url })).stderr).toContain('migrated by a newer fixloop (9.9.0), but this is fixloop')
     } finally {
       await pool.query("DELETE FROM __migrations WHERE name = '9999_from_the_future'")
+      await pool.query("UPDATE instance_meta SET value = $1 WHERE key = 'migrated_by_version'", [VERSION])
     }
   })
 

@@ -10,6 +10,8 @@ import { call, runBinary, spawnServer, tempDir } from './harness'
 import { cliTenant, ensureBinary } from './helpers-lifecycle'
 import { serveExpectingExit } from './ops-helpers'
 import { lockDataDir } from '../src/db/data-dir-lock'
+import { MIGRATIONS } from '../src/db/migrations'
+import { applyMigrations } from '../src/db/sqlite/migrate'
 
 test('a second serve on a busy port exits 2 and the first keeps its traffic', async () => {
   ensureBinary()
@@ -78,6 +80,39 @@ test('a database with a migration this binary does not know is refused, naming b
   const cli = await runBinary(['org', 'create', '--name', 'x', '--data-dir', dir])
   expect(cli.code).toBe(2)
   expect(cli.stderr).toContain('0042_future')
+}, 30_000)
+
+test('a database of a newer build of the same version is refused as such, not as "0.1.0, but this is 0.1.0"', async () => {
+  ensureBinary()
+  const dir = tempDir()
+  await cliTenant(dir)
+  const db = new Database(join(dir, 'fixloop.db'))
+  db.run("INSERT INTO __migrations (name, applied_at) VALUES ('9999_future', 1)")
+  db.close()
+  const r = await runBinary(['org', 'create', '--name', 'x', '--data-dir', dir])
+  expect(r.code).toBe(2)
+  expect(r.stderr).toContain('was migrated by a newer build of fixloop, but this is fixloop')
+  expect(r.stderr).toContain('9999_future')
+}, 30_000)
+
+test('an upgrade says so: the migrations a start applied to an existing database, once; a new one is announced as new', async () => {
+  ensureBinary()
+  const fresh = await runBinary(['org', 'create', '--name', 'first', '--data-dir', join(tempDir(), 'new')])
+  expect(fresh.code).toBe(0)
+  expect(fresh.stderr).toContain('creating a new instance')
+  expect(fresh.stderr).not.toContain('upgraded')
+  // A database as an older build left it: its two newest migrations not applied yet.
+  const dir = tempDir()
+  const file = join(dir, 'fixloop.db')
+  const db = new Database(file)
+  applyMigrations(db, MIGRATIONS.slice(0, -2))
+  db.close()
+  chmodSync(file, 0o600)
+  const upgrade = await runBinary(['org', 'create', '--name', 'second', '--data-dir', dir])
+  expect(upgrade.code).toBe(0)
+  expect(upgrade.stderr).toBe(`fixloop: upgraded the database ${file}: 2 migrations applied (${MIGRATIONS.at(-2)!.name} … ${MIGRATIONS.at(-1)!.name})\n`)
+  const again = await runBinary(['org', 'create', '--name', 'third', '--data-dir', dir])
+  expect([again.code, again.stderr]).toEqual([0, ''])
 }, 30_000)
 
 test('read-only commands on a missing data dir say so and create nothing', async () => {

@@ -26,6 +26,17 @@ const OWNED_ENTRIES = [...PRIVATE_FILES, `${DB_FILE}-journal`, 'serve.lock-journ
 let notice: (line: string) => void = () => {}
 const announced = new Set<string>()
 
+/**
+ * Says that an existing database was upgraded (some of the embedded migrations applied to it, not all: a
+ * new database is announced as a new instance). Nothing else in a start's output showed that an upgrade
+ * happened, or which schema it left (an upgrade audit).
+ */
+export function announceUpgrade(database: string, applied: readonly string[], known: number): void {
+  if (applied.length === 0 || applied.length >= known) return
+  const range = applied.length === 1 ? applied[0] : `${applied[0]} … ${applied.at(-1)}`
+  notice(`fixloop: upgraded the database ${database}: ${applied.length} migration${applied.length === 1 ? '' : 's'} applied (${range})\n`)
+}
+
 /** Where notices go (the CLI: stderr). Library users and tests stay quiet by default. */
 export function setDataDirNotices(sink: (line: string) => void): void {
   notice = sink

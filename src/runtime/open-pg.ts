@@ -13,6 +13,8 @@ import { openPgStore } from '../db/pg/store'
 import { connectPg, describeDatabase } from '../db/pg/connect'
 import { applyPgMigrations, foreignPgTables, pendingPgMigrations, unknownPgMigrations } from '../db/pg/migrate'
 import { PG_MIGRATIONS } from '../db/pg/migrations'
+import { announceUpgrade } from '../db/data-dir'
+import { META } from '../db/meta-keys'
 import { openMasterKeyPg } from '../db/pg/master-key'
 import { holdKeySharedPg, type PgKeyLock } from '../db/pg/key-lock'
 import { processRole } from '../core/process-role'
@@ -37,7 +39,7 @@ export async function createPgContext(config: Readonly<Config>, clock: Clock = s
   try {
     await refuseNewerPgSchema(pool, url)
     await refuseForeignPgDatabase(pool, url)
-    if (!options.existingOnly) await applyPgMigrations(pool)
+    if (!options.existingOnly) announceUpgrade(describeDatabase(url), await applyPgMigrations(pool), PG_MIGRATIONS.length)
     else if ((await pendingPgMigrations(pool)).length > 0) throw new StartupError(`the database ${describeDatabase(url)} needs migrations first: run "fixloop migrate"`)
     // A CLI command keeps the key it checks now until it closes: no rekey may change it meanwhile.
     if (processRole() === 'command') keyLock = await holdKeySharedPg(pool)
@@ -101,8 +103,9 @@ export async function refuseForeignPgDatabase(pool: Pool, url: string): Promise<
 export async function refuseNewerPgSchema(pool: Pool, url: string): Promise<void> {
   const unknown = await unknownPgMigrations(pool)
   if (unknown.length > 0) {
+    const by = (await pool.query<{ value: string }>('SELECT value FROM instance_meta WHERE key = $1', [META.migratedBy]).catch(() => ({ rows: [] as { value: string }[] }))).rows[0]?.value
     throw new StartupError(
-      `the database ${describeDatabase(url)} was migrated by a newer fixloop, but this is fixloop ${VERSION} ` +
+      `the database ${describeDatabase(url)} was migrated by a newer fixloop${by && by !== VERSION ? ` (${by})` : ''}, but this is fixloop ${VERSION} ` +
         `(it does not know migration ${unknown.join(', ')}; the newest it knows is ${PG_MIGRATIONS.at(-1)?.name}). Run the newer fixloop.`,
     )
   }

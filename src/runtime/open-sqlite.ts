@@ -14,7 +14,8 @@ import { systemClock, type Clock } from '../core/clock'
 import { StartupError } from '../core/startup-error'
 import { refuseNewerSchema } from '../db/sqlite/schema-guard'
 import { openMasterKey } from '../db/sqlite/master-key-check'
-import { DB_FILE, prepareDataDir, refuseForeign } from '../db/data-dir'
+import { announceUpgrade, DB_FILE, prepareDataDir, refuseForeign } from '../db/data-dir'
+import { MIGRATIONS } from '../db/migrations'
 import { holdKeyShared } from '../db/key-lock'
 import { processRole } from '../core/process-role'
 import type { EmbeddedRuntime } from './embedded'
@@ -42,7 +43,7 @@ export function createContext(config: Readonly<Config>, clock: Clock = systemClo
   const { sqlite, db } = openDatabase(file, { synchronous: config.sqliteSynchronous })
   try {
     refuseNewerSchema(sqlite, file)
-    if (!options.existingOnly) applyMigrations(sqlite)
+    if (!options.existingOnly) announceUpgrade(file, applyMigrations(sqlite), MIGRATIONS.length)
     else if (pendingMigrations(sqlite).length > 0) throw new StartupError(`the database ${file} needs migrations first: run "fixloop migrate"`)
     const masterKey = openMasterKey(sqlite, config.dataDir, config.masterKey, !options.existingOnly)
     const box = new SecretBox(masterKey)

@@ -22,7 +22,8 @@ export function refuseNewerSchema(sqlite: Database, file: string, list: readonly
   if (unknown.length === 0) return
   const by = readMeta(sqlite, META.migratedBy)
   throw new StartupError(
-    `the database ${file} was migrated by ${by ? `fixloop ${by}` : 'a newer fixloop'}, but this is fixloop ${VERSION} ` +
+    // Two builds of one version (no release between them) are told apart by their migrations, not the number.
+    `the database ${file} was migrated by ${by && by !== VERSION ? `fixloop ${by}` : 'a newer build of fixloop'}, but this is fixloop ${VERSION} ` +
       `(it does not know migration ${unknown.join(', ')}; the newest it knows is ${list.at(-1)?.name}). ` +
       'Run the newer fixloop, or restore a backup taken before the upgrade (docs/operations.md, "Upgrade and downgrade").',
   )
