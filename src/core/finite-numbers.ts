@@ -4,8 +4,7 @@
  * be stored as something the client never sent, so a client's body with one is refused at the HTTP edge
  * (http/strict-json.ts), where a typed field's own schema would refuse it anyway.
  */
-
-const pointerSegment = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1')
+import { firstPathWhere } from './json-walk'
 
 /**
  * Whether a JSON text may hold a number past a double's range: an exponent of three digits or more, or a
@@ -15,19 +14,4 @@ const pointerSegment = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '
 export const jsonTextMayHoldHugeNumber = (text: string): boolean => /[eE][+-]?\d{3}|\d{309}/.test(text)
 
 /** The JSON pointer of the first number in a parsed JSON value that is not finite, or undefined. */
-export function nonFinitePath(value: unknown, path = ''): string | undefined {
-  if (typeof value === 'number') return Number.isFinite(value) ? undefined : path || '/'
-  if (value === null || typeof value !== 'object') return undefined
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const found = nonFinitePath(value[i], `${path}/${i}`)
-      if (found) return found
-    }
-    return undefined
-  }
-  for (const [key, v] of Object.entries(value)) {
-    const found = nonFinitePath(v, `${path}/${pointerSegment(key)}`)
-    if (found) return found
-  }
-  return undefined
-}
+export const nonFinitePath = (value: unknown): string | undefined => firstPathWhere(value, (v) => typeof v === 'number' && !Number.isFinite(v))

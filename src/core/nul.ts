@@ -8,6 +8,7 @@
  */
 
 import { setJsonMember } from './json-member'
+import { firstPathWhere } from './json-walk'
 import { jsonTextMayHoldSurrogate, wellFormed } from './well-formed'
 
 /** U+0000, the one character PostgreSQL's `text` cannot hold. */
@@ -19,30 +20,12 @@ export const NUL_MESSAGE = 'must not contain NUL (U+0000)'
 /** The escape a JSON text writes NUL as (JSON has no other way: a raw control character is invalid). */
 const JSON_NUL_ESCAPE = '\\u0000'
 
-const pointerSegment = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1')
-
 /**
  * The JSON pointer of the first string (a value or an object key) holding NUL in a parsed JSON value, or
  * undefined. Keys are pointed at by their own path.
  */
-export function nulPath(value: unknown, path = ''): string | undefined {
-  if (typeof value === 'string') return value.includes(NUL) ? path || '/' : undefined
-  if (value === null || typeof value !== 'object') return undefined
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const found = nulPath(value[i], `${path}/${i}`)
-      if (found) return found
-    }
-    return undefined
-  }
-  for (const [key, v] of Object.entries(value)) {
-    const here = `${path}/${pointerSegment(key)}`
-    if (key.includes(NUL)) return here
-    const found = nulPath(v, here)
-    if (found) return found
-  }
-  return undefined
-}
+export const nulPath = (value: unknown): string | undefined =>
+  firstPathWhere(value, (v) => typeof v === 'string' && v.includes(NUL), (key) => key.includes(NUL))
 
 /**
  * Whether a JSON text may hold NUL: cheap, on the text, so the usual body is never walked. A true answer
