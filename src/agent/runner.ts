@@ -44,6 +44,9 @@ const FINISH_RETRY_MAX_MS = 15_000
  */
 export const REMOVAL_WATCH_MS = 5_000
 
+/** How long a stop waits for a run start in hand (runner.stop). */
+const STOP_START_WAIT_MS = 3_000
+
 /** Waits `ms`, or less when the signal aborts (a stop must not wait out the pause). */
 function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
@@ -533,7 +536,9 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
      */
     async stop(): Promise<void> {
       stopping = true
-      await inTurn.tail
+      // Bounded: a start stuck on a database that does not answer must not hold the stop (a run it makes
+      // after this is failed by the next sweep or start: its node is no longer listed).
+      await Promise.race([inTurn.tail, Bun.sleep(STOP_START_WAIT_MS)])
       for (const a of active.values()) a.abort.abort()
       await Promise.all([...active.values()].map((a) => a.done))
     },
