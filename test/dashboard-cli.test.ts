@@ -6,7 +6,8 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { call, eventually, runBinary, tempDir } from './harness'
-import { spawnWithStdout, writePasswordFile } from './dashboard-helpers'
+import { expectPageClean, settle, spawnWithStdout, writePasswordFile } from './dashboard-helpers'
+import { BROWSER_SKIP, launchBrowser } from './browser'
 import { createContext } from '../src/runtime/open'
 import { loadConfig } from '../src/config'
 import { ManualClock } from '../src/core/clock'
@@ -114,6 +115,40 @@ describe('fixloop admin', () => {
       await b.stop()
     }
   })
+
+  test.skipIf(!!BROWSER_SKIP)('a setup link opened after an admin was made by the CLI says so at once, with the way to sign in, instead of a form refused on submit', async () => {
+    const dir = newDir()
+    const server = await spawnWithStdout(dir)
+    const browser = await launchBrowser()
+    try {
+      const link = await eventually(() => /(http\S+\/admin\/setup#token=\S+)/.exec(server.stdout())?.[1])
+      const methods = async () => (await call(server.url, 'GET', '/admin/api/sign-in-methods')).body
+      expect(await methods()).toEqual({ password: true, sso: false, setupOpen: true })
+      const page = await browser.newPage()
+      await page.goto(link)
+      await settle(page)
+      expect(await page.getByRole('button', { name: 'Create admin' }).count()).toBe(1)
+
+      const pw = writePasswordFile(dir, 'pw', 'operator password 1')
+      expect((await runBinary(['admin', 'create', '--email', 'ops@example.com', '--password-file', pw, '--data-dir', dir])).code).toBe(0)
+      expect(await methods()).toEqual({ password: true, sso: false, setupOpen: false })
+      // Opened again (a reload: the same URL with its fragment would not load the page anew).
+      await page.reload()
+      await settle(page)
+      expect(await page.getByRole('status').textContent()).toBe('This fixloop already has an admin, so its setup link no longer creates one.')
+      expect(await page.getByRole('button', { name: 'Create admin' }).count()).toBe(0)
+      expect(await page.getByRole('link', { name: 'Sign in' }).getAttribute('href')).toBe('/admin')
+      await expectPageClean(page, 'setup-used')
+      // The keyboard's first stop past the skip link is the way to sign in.
+      await page.keyboard.press('Tab')
+      const focused = async () => page.evaluate(() => document.activeElement?.textContent ?? '')
+      if ((await focused()).toLowerCase().includes('skip')) await page.keyboard.press('Tab')
+      expect(await focused()).toBe('Sign in')
+    } finally {
+      await browser.close()
+      await server.stop()
+    }
+  }, 60_000)
 
   test('CLI changes to Orgs, Apps and keys are in the audit log (actor "cli", no secrets)', async () => {
     const dir = newDir()

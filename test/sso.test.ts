@@ -403,7 +403,7 @@ describe.skipIf(!!BROWSER_SKIP)('dashboard single sign-on (OpenID Connect)', () 
       expect(body.error.details).toEqual({ passwordSignIn: false })
       const setup = await fetch(ssoOnly.url + '/admin/api/setup', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: 'x'.repeat(32), email: 'a@example.com', password: 'whatever-password' }) })
       expect(setup.status).toBe(403)
-      expect(await (await fetch(ssoOnly.url + '/admin/api/sign-in-methods')).json()).toEqual({ password: false, sso: true })
+      expect(await (await fetch(ssoOnly.url + '/admin/api/sign-in-methods')).json()).toEqual({ password: false, sso: true, setupOpen: false })
     })
   })
 

@@ -60,6 +60,20 @@ function PasswordSignIn({ onDone, sso }) {
 }
 
 export function Setup({ onDone }) {
+  // Without an answer the form is shown: the submission says what is wrong then.
+  const methods = useLoad(() => api('GET', '/admin/api/sign-in-methods').catch(() => ({ setupOpen: true })), [])
+  if (methods.loading) return html`<main id="main" class="narrow"><h1>Set up fixloop</h1><p>Loading…</p></main>`
+  if (methods.data.setupOpen === false) {
+    return html`<main id="main" class="narrow">
+    <h1>Set up fixloop</h1>
+    <p role="status">This fixloop already has an admin, so its setup link no longer creates one.</p>
+    <p><a href="/admin">Sign in</a>, or ask an admin to create your account (<code>fixloop admin create</code>).</p>
+  </main>`
+  }
+  return html`<${SetupForm} onDone=${onDone} />`
+}
+
+function SetupForm({ onDone }) {
   const token = new URLSearchParams(location.hash.slice(1)).get('token') || ''
   const [email, setEmail] = useState('')
   const [password, setPassword] = useState('')

@@ -59,10 +59,12 @@ export function sessionRoutes(
 
   return new Elysia({ name: 'admin-session' })
     .use(accessGuard())
-    .get('/admin/api/sign-in-methods', () => methods, {
+    // setupOpen: password sign-in on and no admin yet, so a setup link can still create the first one (the
+    // setup page says at once when it cannot, instead of showing a form that is refused on submit).
+    .get('/admin/api/sign-in-methods', async () => ({ ...methods, setupOpen: methods.password && (await admins.count()) === 0 }), {
       access: 'anyone',
-      response: { 200: t.Object({ password: t.Boolean(), sso: t.Boolean() }) },
-      detail: { summary: 'The ways of signing in this server offers (password form, "Sign in with SSO" at /admin/oidc/start)', tags: ['admin'] },
+      response: { 200: t.Object({ password: t.Boolean(), sso: t.Boolean(), setupOpen: t.Boolean() }) },
+      detail: { summary: 'The ways of signing in this server offers (password form, "Sign in with SSO" at /admin/oidc/start), and whether a setup link can still create the first admin', tags: ['admin'] },
     })
     .post(
       '/admin/api/setup',
