@@ -16,6 +16,7 @@ import type { PgLifecycle, PgTx } from './lifecycle'
 import { agentRunBodies } from '../bodies/agent-runs'
 import { runPg } from './tx-body'
 import { exec, isUniqueViolation, many, one, type PgStorage } from './storage'
+import { reportRunsSql, UNCLAIMED_RUNS_SQL } from '../sql/agent-runs'
 
 const GET_FEEDBACK =
   'SELECT id, org_id, app_id, status, version, text, url, theme, consolidated_text, duplicate_count, duplicate_of_id, console_logs, component_target, attachments, redactions FROM feedback WHERE id = $1'
@@ -24,19 +25,13 @@ const RUNNING_FOR_APP = "SELECT COUNT(*) AS n FROM agent_runs WHERE app_id = $1 
 const RUNS_SINCE = 'SELECT COUNT(*) AS n FROM agent_runs WHERE app_id = $1 AND created_at >= $2'
 const COST_SINCE = 'SELECT COALESCE(SUM(cost_usd), 0) AS usd FROM agent_runs WHERE app_id = $1 AND created_at >= $2'
 const INTERRUPTED = "SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start, trigger FROM agent_runs WHERE status = 'running' ORDER BY id"
-// No live node's: claimed by none (from before cluster mode), or by a node gone from cluster_nodes (it left
-// cleanly, or was forgotten, while its row still read `running`). A node is listed before it starts a run.
-const INTERRUPTED_UNCLAIMED =
-  "SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start, trigger FROM agent_runs WHERE status = 'running' AND (node_id IS NULL OR node_id NOT IN (SELECT id FROM cluster_nodes)) ORDER BY id"
 const INTERRUPTED_OF = "SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start, trigger FROM agent_runs WHERE status = 'running' AND node_id = ANY($1::text[]) ORDER BY id"
 const SET_SANDBOX = 'UPDATE agent_runs SET sandbox_pid = $1, sandbox_start = $2 WHERE id = $3'
 const RUN_EXISTS = 'SELECT 1 AS one FROM agent_runs WHERE id = $1'
 const DROP_PENDING = 'DELETE FROM pending_reviews WHERE id = ANY($1::text[])'
 
 const RUN = 'SELECT * FROM agent_runs WHERE id = $1 AND org_id = $2'
-// A report's runs by their start (an App's runs never overlap), then id: ids made in one second by two
-// nodes sort by the nodes' random bytes, not by time.
-const LATEST = 'SELECT * FROM agent_runs WHERE feedback_id = $1 AND org_id = $2 ORDER BY created_at DESC, id DESC LIMIT 1'
+const LATEST = reportRunsSql('$1', '$2', 1)
 const REPORT = 'SELECT 1 FROM feedback WHERE id = $1 AND org_id = $2'
 
 export function createPgAgentRunsRepo(storage: PgStorage, side: PgLifecycle): AgentRunsRepo {
@@ -45,7 +40,7 @@ export function createPgAgentRunsRepo(storage: PgStorage, side: PgLifecycle): Ag
   const PENDING = `SELECT id, pr_url, text, author, received_at FROM pending_reviews WHERE feedback_id = $1 ORDER BY id LIMIT ${PENDING_REVIEWS_MAX}`
   const PENDING_FOR = `SELECT author, received_at AS "receivedAt" FROM pending_reviews WHERE feedback_id = $1 AND org_id = $2 ORDER BY id LIMIT ${PENDING_REVIEWS_MAX}`
   const DUPLICATES_MEDIA = `SELECT id, attachments, component_target, redactions FROM feedback WHERE duplicate_of_id = $1 AND spam_marked_at IS NULL AND (attachments IS NOT NULL OR component_target IS NOT NULL) ORDER BY id DESC LIMIT ${RUN_DUPLICATES_MEDIA_MAX}`
-  const ALL = `SELECT * FROM agent_runs WHERE feedback_id = $1 AND org_id = $2 ORDER BY created_at DESC, id DESC LIMIT ${RUN_LIST_LIMIT}`
+  const ALL = reportRunsSql('$1', '$2', RUN_LIST_LIMIT)
   const tx = <T>(work: (t: PgTx) => Promise<T>) => storage.tx((client, _db, onCommit) => work({ client, onCommit }))
   const count = async (text: string, params: unknown[]) => (await one<{ n: number }>(pool, text, params))!.n
   const bodies = agentRunBodies(side.bodies)
@@ -79,7 +74,7 @@ export function createPgAgentRunsRepo(storage: PgStorage, side: PgLifecycle): Ag
     setSandbox: async (id, pid, identity) => void (await exec(pool, SET_SANDBOX, [pid, identity, id])),
     runExists: async (id) => (await one(pool, RUN_EXISTS, [id])) !== undefined,
     interrupted: (nodes) =>
-      nodes === undefined ? many<InterruptedRun>(pool, INTERRUPTED) : nodes === null ? many<InterruptedRun>(pool, INTERRUPTED_UNCLAIMED) : many<InterruptedRun>(pool, INTERRUPTED_OF, [nodes]),
+      nodes === undefined ? many<InterruptedRun>(pool, INTERRUPTED) : nodes === null ? many<InterruptedRun>(pool, UNCLAIMED_RUNS_SQL) : many<InterruptedRun>(pool, INTERRUPTED_OF, [nodes]),
 
     failInterrupted: (r, error, endedAt, outcome) => tx((t) => runPg(t, bodies.failInterrupted(r, error, endedAt, outcome))),
 

@@ -11,6 +11,7 @@ import { RUN_DUPLICATES_MEDIA_MAX, RUN_LIST_LIMIT } from '../../modules/agent-ru
 import { agentRunBodies } from '../bodies/agent-runs'
 import type { SqliteStorage } from './storage'
 import { isSqliteUniqueViolation } from './errors'
+import { reportRunsSql, UNCLAIMED_RUNS_SQL } from '../sql/agent-runs'
 
 export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, side: SqliteLifecycle): AgentRunsRepo {
 
@@ -24,9 +25,8 @@ export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, side: Sqlit
   const runningForApp: Statement = sqlite.query("SELECT COUNT(*) AS n FROM agent_runs WHERE app_id = ? AND status = 'running'")
   const runsSince: Statement = sqlite.query('SELECT COUNT(*) AS n FROM agent_runs WHERE app_id = ? AND created_at >= ?')
   const costSince: Statement = sqlite.query('SELECT COALESCE(SUM(cost_usd), 0) AS usd FROM agent_runs WHERE app_id = ? AND created_at >= ?')
-  const interrupted: Statement = sqlite.query(
-    "SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start, node_id, node_id IN (SELECT id FROM cluster_nodes) AS node_listed, trigger FROM agent_runs WHERE status = 'running' ORDER BY id",
-  )
+  const interrupted: Statement = sqlite.query("SELECT id, org_id, app_id, feedback_id, sandbox_pid, sandbox_start, node_id, trigger FROM agent_runs WHERE status = 'running' ORDER BY id")
+  const unclaimed: Statement = sqlite.query(UNCLAIMED_RUNS_SQL)
   const setSandbox: Statement = sqlite.query('UPDATE agent_runs SET sandbox_pid = ?, sandbox_start = ? WHERE id = ?')
   const runExists: Statement = sqlite.query('SELECT 1 AS one FROM agent_runs WHERE id = ?')
 
@@ -34,11 +34,10 @@ export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, side: Sqlit
   const dropPending: Statement = sqlite.query('DELETE FROM pending_reviews WHERE id = ?')
   const pendingFor: Statement = sqlite.query(`SELECT author, received_at AS receivedAt FROM pending_reviews WHERE feedback_id = ? AND org_id = ? ORDER BY id LIMIT ${PENDING_REVIEWS_MAX}`)
 
-  // The API's reads: every one takes the Org. A report's runs by their start (an App's runs never overlap),
-  // then id: ids made in one second by two nodes sort by the nodes' random bytes, not by time.
+  // The API's reads: every one takes the Org.
   const run: Statement = sqlite.query('SELECT * FROM agent_runs WHERE id = ? AND org_id = ?')
-  const latest: Statement = sqlite.query('SELECT * FROM agent_runs WHERE feedback_id = ? AND org_id = ? ORDER BY created_at DESC, id DESC LIMIT 1')
-  const all: Statement = sqlite.query(`SELECT * FROM agent_runs WHERE feedback_id = ? AND org_id = ? ORDER BY created_at DESC, id DESC LIMIT ${RUN_LIST_LIMIT}`)
+  const latest: Statement = sqlite.query(reportRunsSql('?1', '?2', 1))
+  const all: Statement = sqlite.query(reportRunsSql('?1', '?2', RUN_LIST_LIMIT))
   const report: Statement = sqlite.query('SELECT 1 FROM feedback WHERE id = ? AND org_id = ?')
   const bodies = agentRunBodies(side.bodies)
   const { driver } = side
@@ -74,10 +73,10 @@ export function createSqliteAgentRunsRepo({ sqlite }: SqliteStorage, side: Sqlit
     setSandbox: async (id, pid, identity) => void setSandbox.run(pid, identity, id),
     runExists: async (id) => runExists.get(id) != null,
     interrupted: async (nodes) => {
-      const all = interrupted.all() as (InterruptedRun & { node_id: string | null; node_listed: number | null })[]
-      // `null`: no live node's (as on PostgreSQL): claimed by none, or by a node gone from cluster_nodes.
-      const pick = nodes === undefined ? all : nodes === null ? all.filter((r) => r.node_id === null || !r.node_listed) : all.filter((r) => r.node_id !== null && nodes.includes(r.node_id))
-      return pick.map(({ node_id: _n, node_listed: _l, ...r }) => r)
+      if (nodes === null) return unclaimed.all() as InterruptedRun[]
+      const all = interrupted.all() as (InterruptedRun & { node_id: string | null })[]
+      const pick = nodes === undefined ? all : all.filter((r) => r.node_id !== null && nodes.includes(r.node_id))
+      return pick.map(({ node_id: _n, ...r }) => r)
     },
 
     failInterrupted: async (r, error, endedAt, outcome) => driver.transaction(bodies.failInterrupted(r, error, endedAt, outcome)),
