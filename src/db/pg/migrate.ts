@@ -82,7 +82,10 @@ async function appliedNames(pool: Pool): Promise<string[]> {
  * which was refused as another application's.
  */
 export async function foreignPgTables(pool: Pool): Promise<string[]> {
-  if ((await appliedNames(pool)).length > 0) return []
+  // Tables first, then the applied migrations: a migration's tables and its __migrations row commit
+  // together, so tables seen here are fixloop's whenever the later read finds any applied. In the other
+  // order a `migrate` racing another read "none applied" before the other's first commit and its tables
+  // after it, and refused the database as foreign (a CI failure of three concurrent migrates).
   const rows = await pool.query<{ name: string }>(
     `SELECT c.relname AS name FROM pg_class c
       WHERE c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())
@@ -90,6 +93,7 @@ export async function foreignPgTables(pool: Pool): Promise<string[]> {
         AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e')
       ORDER BY c.relname LIMIT 6`,
   )
+  if (rows.rows.length === 0 || (await appliedNames(pool)).length > 0) return []
   return rows.rows.map((r) => r.name)
 }
 
