@@ -380,6 +380,61 @@ describe('single use across a Redis outage (both dialects)', () => {
   }, 60_000)
 })
 
+// A client that loses step with its connection hands a command the next one's reply (Bun's auto-pipelining
+// did, on a loaded machine: a claim read a flood meter's counts [1, 0] as "claimed, no marker").
+describe('a Redis answer out of step with its claim', () => {
+  test('is not trusted: the solution is refused (not sent to the database, where a Redis-only spend is missing), the link reconnects', async () => {
+    const [{ freshStore }, { startRedis }, { RedisLink }, { createPowService }] = await Promise.all([
+      import('./dialects'),
+      import('./cluster-env'),
+      import('../src/nodes/redis-link'),
+      import('../src/abuse/pow-service'),
+    ])
+    /** A real link that hands the next script call `swap` instead of its own reply (once). */
+    class OutOfStep extends RedisLink {
+      swap: unknown
+      override async evalScript(script: string, sha: string, keysAndArgs: string[]): Promise<unknown> {
+        const own = await super.evalScript(script, sha, keysAndArgs)
+        const swap = this.swap
+        this.swap = undefined
+        return swap === undefined ? own : swap
+      }
+    }
+    const store = await freshStore(TEST_DIALECT)
+    const redisServer = await startRedis()
+    const repo = store.store.abuse
+    let dbClaims = 0
+    const counted = { ...repo, claimPow: (signature: string, expiresAt: number) => (dbClaims++, repo.claimPow(signature, expiresAt)) }
+    const link = new OutOfStep(redisServer.url, 2_000, 50)
+    const node = createPowService({ key: KEY, clock: store.clock, repo: counted, redis: link })
+    const app = { id: APP, proofOfWork: 'normal' }
+    let ip = 0
+    const fresh = () => {
+      const { challenge: c } = node.challenge(app, `198.51.100.${++ip}`)
+      return powHeaderOf(c!, solvePowChallenge(c!)!)
+    }
+    const check = (header: string) => node.check(app, `203.0.113.${++ip}`, header)
+    try {
+      const spent = fresh()
+      expect((await check(spent))?.appId).toBe(APP)
+      link.swap = [1, 0] // what the CI run's replay was handed
+      await expect(check(spent)).rejects.toMatchObject({ code: 'proof_of_work_required', details: { reason: 'replayed' } })
+      const first = fresh()
+      link.swap = [1, 0] // a fresh solution handed a wrong answer is refused too (its own command may have taken it) …
+      await expect(check(first)).rejects.toMatchObject({ details: { reason: 'replayed' } })
+      expect(dbClaims).toBe(0)
+      // … and the link was dropped: it answers again after its retry pause, and a new solution passes.
+      await Bun.sleep(80)
+      expect((await link.check()).ok).toBe(true)
+      expect((await check(fresh()))?.appId).toBe(APP)
+      await expect(check(spent)).rejects.toMatchObject({ details: { reason: 'replayed' } })
+    } finally {
+      link.close()
+      await redisServer.stop()
+    }
+  }, 60_000)
+})
+
 // SQLite mode: the CLI writes the tenant into the data dir the binary then serves (cluster-mode.test.ts covers PostgreSQL nodes).
 describe.skipIf(TEST_DIALECT === 'pg')('the compiled binary', () => {
   test('an App made with --proof-of-work normal asks for, verifies and spends a solution; a honeypot report goes to the spam folder', async () => {

@@ -33,11 +33,12 @@ local function raise(key, untilMs, ttl)
 end
 `
 // KEYS[1] the marker, KEYS[2] the solution's key. ARGV: the solution's PX, then this node's dbClaimsUntil
-// and its PX (0 and 0 when it has none to publish). Answers {1 if the SET NX took the key, else 0; the marker}.
+// and its PX (0 and 0 when it has none to publish). Answers {1 if the SET NX took the key, else 0; the
+// marker; the solution's key}: the key echoed proves the answer is this claim's (checkedAnswer).
 const CLAIM_SCRIPT = `${RAISE_MARKER}
 local claimed = redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[1]) and 1 or 0
 if ARGV[2] ~= '0' then raise(KEYS[1], ARGV[2], ARGV[3]) end
-return {claimed, tonumber(redis.call('GET', KEYS[1]) or 0)}
+return {claimed, tonumber(redis.call('GET', KEYS[1]) or 0), KEYS[2]}
 `
 const CLAIM_SHA = new Bun.CryptoHasher('sha1').update(CLAIM_SCRIPT).digest('hex')
 // KEYS[1] the marker; ARGV: dbClaimsUntil and its PX.
@@ -107,7 +108,16 @@ export function createPowSingleUse(deps: { clock: Clock; repo: AbuseRepo; redis?
   async function claimInRedis(link: RedisLink, s: PowClaim, now: number): Promise<{ claimed: boolean; dbToo: boolean }> {
     const until = pending(now)
     const ttl = Math.max(1, s.expiresAt - now)
-    const answer = (await link.evalScript(CLAIM_SCRIPT, CLAIM_SHA, ['2', MARKER_KEY, `fixloop:pow:${s.signature}`, String(ttl), String(until), until > 0 ? String(until - now) : '0'])) as [number, number]
+    const key = `fixloop:pow:${s.signature}`
+    const answer = await link.evalScript(CLAIM_SCRIPT, CLAIM_SHA, ['2', MARKER_KEY, key, String(ttl), String(until), until > 0 ? String(until - now) : '0'])
+    // An answer that is not this claim's (a client that lost step with its connection once handed a
+    // claim a flood meter's counts, and a replay went through): the link reconnects, and the solution is
+    // refused. Not the database instead: a solution spent in Redis alone is not there, so it would pass
+    // again; and this claim's own command may have taken the key. The widget asks for a new challenge.
+    if (!Array.isArray(answer) || answer[2] !== key) {
+      warnRefused('a Redis answer out of step with its proof-of-work claim; the solution is refused and the link reconnects', link.desynchronized('proof-of-work claim'))
+      return { claimed: false, dbToo: false }
+    }
     if (until > 0) published(until)
     return { claimed: Number(answer[0]) === 1, dbToo: Number(answer[1]) > now }
   }

@@ -176,7 +176,9 @@ export class SharedFloodMeter implements Meter {
         const bar = k.indexOf('|')
         return this.counterKey(Number(k.slice(0, bar)), k.slice(bar + 1))
       })
-      await this.o.link.evalScript(PUSH_SCRIPT, PUSH_SHA, [String(keys.length), ...keys, ...part.map(([, n]) => String(n)), ttl])
+      const pushed = await this.o.link.evalScript(PUSH_SCRIPT, PUSH_SHA, [String(keys.length), ...keys, ...part.map(([, n]) => String(n)), ttl])
+      // The answer is the count of keys pushed: anything else is another command's reply.
+      if (pushed !== keys.length) throw this.o.link.desynchronized('flood meter push')
     }
   }
 
@@ -190,7 +192,8 @@ export class SharedFloodMeter implements Meter {
     for (let i = 0; i < keys.length; i += CHUNK) {
       const part = keys.slice(i, i + CHUNK)
       const names = part.flatMap((k) => [this.counterKey(start, k), this.counterKey(start - this.windowMs, k)])
-      const counts = (await this.o.link.evalScript(READ_SCRIPT, READ_SHA, [String(names.length), ...names])) as number[]
+      const counts = await this.o.link.evalScript(READ_SCRIPT, READ_SHA, [String(names.length), ...names])
+      if (!Array.isArray(counts) || counts.length !== names.length) throw this.o.link.desynchronized('flood meter read')
       part.forEach((k, j) => {
         if (!this.watched.has(k)) return
         this.shared.set(k, { start, current: Number(counts[2 * j] ?? 0) || 0, previous: Number(counts[2 * j + 1] ?? 0) || 0 })
