@@ -384,28 +384,18 @@ describe('single use across a Redis outage (both dialects)', () => {
 // did, on a loaded machine: a claim read a flood meter's counts [1, 0] as "claimed, no marker").
 describe('a Redis answer out of step with its claim', () => {
   test('is not trusted: the solution is refused (not sent to the database, where a Redis-only spend is missing), the link reconnects', async () => {
-    const [{ freshStore }, { startRedis }, { RedisLink }, { createPowService }] = await Promise.all([
+    const [{ freshStore }, { startRedis }, { OutOfStepLink }, { createPowService }] = await Promise.all([
       import('./dialects'),
       import('./cluster-env'),
-      import('../src/nodes/redis-link'),
+      import('./out-of-step-link'),
       import('../src/abuse/pow-service'),
     ])
-    /** A real link that hands the next script call `swap` instead of its own reply (once). */
-    class OutOfStep extends RedisLink {
-      swap: unknown
-      override async evalScript(script: string, sha: string, keysAndArgs: string[]): Promise<unknown> {
-        const own = await super.evalScript(script, sha, keysAndArgs)
-        const swap = this.swap
-        this.swap = undefined
-        return swap === undefined ? own : swap
-      }
-    }
     const store = await freshStore(TEST_DIALECT)
     const redisServer = await startRedis()
     const repo = store.store.abuse
     let dbClaims = 0
     const counted = { ...repo, claimPow: (signature: string, expiresAt: number) => (dbClaims++, repo.claimPow(signature, expiresAt)) }
-    const link = new OutOfStep(redisServer.url, 2_000, 50)
+    const link = new OutOfStepLink(redisServer.url, 2_000, 50)
     const node = createPowService({ key: KEY, clock: store.clock, repo: counted, redis: link })
     const app = { id: APP, proofOfWork: 'normal' }
     let ip = 0

@@ -186,3 +186,21 @@ test('an attempt under way on a node that died stops counting after PENDING_STAL
   for (let i = 0; i < spec.freeFailures; i++) expect(await attempt(other, 'sign-in:pair', key, false)).toBe('failed')
   expect(await attempt(other, 'sign-in:pair', key, false)).toBe('blocked')
 })
+
+test('an answer out of step with its command (another key\'s) is no verdict: the local counts stand in, the link reconnects', async () => {
+  const { OutOfStepLink } = await import('./out-of-step-link')
+  const clock = new ManualClock(Date.parse('2026-11-25T00:00:00Z'))
+  const skewed = new OutOfStepLink(redis.url, 2_000, 50)
+  links.push(skewed)
+  const node = sharedThrottles(skewed, clock, 1, silent, cluster, clock)
+  // Another command's bare number (a flood meter's count of keys pushed, say) handed to a fresh key's
+  // 'begin': read as a wait in ms, it would refuse the sign-in.
+  skewed.swap = 3_600_000
+  expect(await attempt(node, 'password', 'fresh@example.com', true)).toBe('ok')
+  // The link was dropped (down for its 50 ms pause), then answers again: failures are shared once more.
+  await Bun.sleep(80)
+  expect((await skewed.check()).ok).toBe(true)
+  const other = sharedThrottles(link(), clock, 1, silent, cluster, clock)
+  for (let i = 0; i < spec.freeFailures; i++) expect(await attempt(node, 'password', 'shared@example.com', false)).toBe('failed')
+  expect(await attempt(other, 'password', 'shared@example.com', true)).toBe('blocked')
+})

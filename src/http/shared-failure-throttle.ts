@@ -29,6 +29,7 @@ export const PENDING_STALE_MS = 30_000
 // 'wait' answers the ms the key must still wait; 'begin' the same, and when 0 adds the attempt to the
 // pending set (unless the attempts under way fill the free failures: then it answers the pending wait);
 // 'fail', 'clear' and 'done' end the attempt (a failure counts, 'clear' forgets the key) and answer the wait.
+// Every answer is {the wait, KEYS[1]}: the key echoed proves the answer is this command's (RedisLink.desynchronized).
 const SCRIPT = `
 local op = ARGV[1]
 local attempt = ARGV[6]
@@ -37,7 +38,7 @@ ${luaNowMs('ARGV[9]')}
 if op ~= 'begin' and attempt ~= '' then redis.call('ZREM', KEYS[2], attempt) end
 if op == 'clear' then
   redis.call('DEL', KEYS[1])
-  return 0
+  return {0, KEYS[1]}
 end
 local free = tonumber(ARGV[2])
 local base = tonumber(ARGV[3])
@@ -63,11 +64,11 @@ local wait = math.max(0, blocked - now)
 if op == 'begin' and wait == 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - staleMs)
   local pending = redis.call('ZCARD', KEYS[2])
-  if pending > 0 and failures + pending >= free then return tonumber(ARGV[8]) end
+  if pending > 0 and failures + pending >= free then return {tonumber(ARGV[8]), KEYS[1]} end
   redis.call('ZADD', KEYS[2], now, attempt)
   redis.call('PEXPIRE', KEYS[2], staleMs)
 end
-return wait
+return {wait, KEYS[1]}
 `
 const SCRIPT_SHA = new Bun.CryptoHasher('sha1').update(SCRIPT).digest('hex')
 
@@ -133,10 +134,14 @@ export class SharedFailureThrottle implements Throttle {
       return null
     }
     // The pending set under a prefix of its own: no key (user input) can name another key's set.
-    const args = ['2', `fixloop:${cluster}:ft:${this.name}:${key}`, `fixloop:${cluster}:ftp:${this.name}:${key}`, op, String(s.freeFailures), String(s.baseDelayMs), String(s.maxDelayMs), String(s.forgetAfterMs), attempt, String(PENDING_STALE_MS), String(PENDING_WAIT_MS)]
+    const hashKey = `fixloop:${cluster}:ft:${this.name}:${key}`
+    const args = ['2', hashKey, `fixloop:${cluster}:ftp:${this.name}:${key}`, op, String(s.freeFailures), String(s.baseDelayMs), String(s.maxDelayMs), String(s.forgetAfterMs), attempt, String(PENDING_STALE_MS), String(PENDING_WAIT_MS)]
     if (this.testClock) args.push(String(this.testClock.now()))
     try {
-      return Number(await this.link.evalScript(SCRIPT, SCRIPT_SHA, args)) || 0
+      const answer = await this.link.evalScript(SCRIPT, SCRIPT_SHA, args)
+      // Another command's reply (a client out of step with its connection): the local counts stand in.
+      if (!Array.isArray(answer) || answer[1] !== hashKey) throw this.link.desynchronized('sign-in throttle')
+      return Number(answer[0]) || 0
     } catch (e) {
       this.warn(e)
       return null

@@ -17,7 +17,8 @@ import { luaNowMs } from './redis-now'
 
 // KEYS[1] the bucket; ARGV: capacity, refill per second, tokens wanted, tokens a retry needs, and (tests with
 // an injected clock only) the time in epoch ms; without it the Redis server's own clock counts.
-// Answers {1, 0} when taken, {0, retry-after seconds} when refused. Tokens are kept as a decimal string.
+// Answers {1, 0, KEYS[1]} when taken, {0, retry-after seconds, KEYS[1]} when refused: the key echoed proves
+// the answer is this command's (RedisLink.desynchronized). Tokens are kept as a decimal string.
 const TAKE_SCRIPT = `
 local capacity = tonumber(ARGV[1])
 local rate = tonumber(ARGV[2])
@@ -42,7 +43,7 @@ else
 end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
 redis.call('PEXPIRE', KEYS[1], math.ceil(capacity / rate * 1000) + 1000)
-return {ok, retry}
+return {ok, retry, KEYS[1]}
 `
 const TAKE_SHA = new Bun.CryptoHasher('sha1').update(TAKE_SCRIPT).digest('hex')
 
@@ -67,9 +68,12 @@ export class SharedRateLimiter implements Limiter {
   }
 
   async take(key: string, tokens = 1, retryNeeds = tokens): Promise<void> {
+    const bucket = `fixloop:rl:${this.scope}:${key}`
     let answer: unknown
     try {
-      answer = await this.evalTake(key, tokens, retryNeeds)
+      answer = await this.evalTake(bucket, tokens, retryNeeds)
+      // Another command's reply (a client out of step with its connection) is not a verdict: this node's share stands in.
+      if (!Array.isArray(answer) || answer[2] !== bucket) throw this.link.desynchronized('rate limit')
     } catch (e) {
       // A reply error too (a bucket key another writer gave another type: WRONGTYPE): logged once a minute
       // like an outage, not once per request.
@@ -86,8 +90,8 @@ export class SharedRateLimiter implements Limiter {
     if (more > 0) await this.take(key, more, more + 1)
   }
 
-  private async evalTake(key: string, tokens: number, retryNeeds: number): Promise<unknown> {
-    const args = ['1', `fixloop:rl:${this.scope}:${key}`, String(this.spec.capacity), String(this.spec.refillPerSecond), String(tokens), String(retryNeeds)]
+  private async evalTake(bucket: string, tokens: number, retryNeeds: number): Promise<unknown> {
+    const args = ['1', bucket, String(this.spec.capacity), String(this.spec.refillPerSecond), String(tokens), String(retryNeeds)]
     if (this.testClock) args.push(String(this.testClock.now()))
     return this.link.evalScript(TAKE_SCRIPT, TAKE_SHA, args)
   }
