@@ -122,7 +122,9 @@ export class SharedRepeatTracker extends RepeatTracker {
     const keys = this.watched.keys()
     for (let i = 0; i < keys.length; i += CHUNK) {
       const part = keys.slice(i, i + CHUNK)
-      const sizes = (await this.link.evalScript(READ_SCRIPT, READ_SHA, [String(part.length), ...part.map((k) => `fixloop:rt:${k}`)])) as number[]
+      const sizes = await this.link.evalScript(READ_SCRIPT, READ_SHA, [String(part.length), ...part.map((k) => `fixloop:rt:${k}`)])
+      // One size per key asked: anything else is another command's reply (RedisLink.desynchronized).
+      if (!Array.isArray(sizes) || sizes.length !== part.length) throw this.link.desynchronized('repeat tracker read')
       part.forEach((k, j) => {
         if (this.watched.has(k)) this.shared.set(k, { size: Number(sizes[j]) || 0, readAt })
       })
