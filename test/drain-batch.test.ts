@@ -193,7 +193,7 @@ describe('kill -9 during a drain', () => {
     const db = openDataDb(dataDir)
     const pending = () => (db.query("SELECT count(*) AS n FROM jobs WHERE kind = 'process'").get() as { n: number }).n
     // Killed mid-drain: some reports done, some not (bounded wait).
-    for (let i = 0; i < 400 && pending() > BACKLOG * 0.6; i++) await Bun.sleep(5)
+    for (const deadline = Date.now() + 30_000; pending() > BACKLOG * 0.6 && Date.now() < deadline; ) await Bun.sleep(5)
     server.proc.kill('SIGKILL')
     await server.proc.exited
     const left = pending()

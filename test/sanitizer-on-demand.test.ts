@@ -43,7 +43,7 @@ describe.skipIf(TEST_DIALECT === 'pg')('the sanitize-ahead thread starts with a 
     try {
       const t = await seedTenant(srv.admin)
       for (let i = 0; i < 20; i++) expect((await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: body(i) })).status).toBe(201)
-      for (let i = 0; i < 100 && processLeft(srv) > 0; i++) await Bun.sleep(50)
+      for (const deadline = Date.now() + 30_000; processLeft(srv) > 0 && Date.now() < deadline; ) await Bun.sleep(50)
       expect(processLeft(srv)).toBe(0)
       // Past its once-a-second look, and the look after intake's wake-ups.
       await Bun.sleep(1300)
@@ -69,11 +69,11 @@ describe.skipIf(TEST_DIALECT === 'pg')('the sanitize-ahead thread starts with a 
       // Started at once, and sanitizing ahead below. (Not counted by its connection here: the stopped server's
       // threads close theirs on the same file a moment after its stop resolves, and a CI run under load
       // counted one of them as the new thread's.)
-      for (let i = 0; i < 100 && !srv.services.sanitizerThread!.started; i++) await Bun.sleep(50)
+      for (const deadline = Date.now() + 20_000; !srv.services.sanitizerThread!.started && Date.now() < deadline; ) await Bun.sleep(50)
       expect(srv.services.sanitizerThread!.started).toBe(true)
       for (let i = 0; i < 600 && processLeft(srv) > 0; i++) await Bun.sleep(100)
       expect(processLeft(srv)).toBe(0)
-      for (let i = 0; i < 30 && srv.services.sanitizerThread!.sanitizedAhead === 0; i++) await Bun.sleep(100)
+      for (const deadline = Date.now() + 15_000; srv.services.sanitizerThread!.sanitizedAhead === 0 && Date.now() < deadline; ) await Bun.sleep(100)
       expect(srv.services.sanitizerThread!.sanitizedAhead).toBeGreaterThan(0)
       expect((await call(srv.url, 'GET', '/readyz')).status).toBe(200)
     } finally {

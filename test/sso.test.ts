@@ -416,7 +416,7 @@ describe.skipIf(!!BROWSER_SKIP)('dashboard single sign-on (OpenID Connect)', () 
       FIXLOOP_PUBLIC_URL: 'http://127.0.0.1:9',
     })
     try {
-      for (let i = 0; i < 200 && !running.stdout().includes('no admin yet'); i++) await Bun.sleep(25)
+      for (const deadline = Date.now() + 20_000; !running.stdout().includes('no admin yet') && Date.now() < deadline; ) await Bun.sleep(25)
       expect(running.stdout()).toContain('fixloop admin create --email EMAIL --no-password')
       expect(running.stdout()).not.toContain('/admin/setup#token=')
     } finally {

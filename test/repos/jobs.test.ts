@@ -170,19 +170,20 @@ describeEachDialect('jobs repo', (fresh) => {
     const worker = new Worker(jobs, { uploads_gc: { run: async (job) => void ran.push(job.id) }, agent: { run: () => hold } }, s.clock, new Logger('silent'), { pollMs: 60_000 })
     wake.on(() => worker.wake())
     await worker.start()
-    for (let i = 0; i < 500 && ran.length < 1; i++) await Bun.sleep(10)
+    for (const deadline = Date.now() + 20_000; ran.length < 1 && Date.now() < deadline; ) await Bun.sleep(10)
     expect(ran).toHaveLength(1)
     // Woken by the commit, not by the (one-minute) poll.
     await lc.enqueue('uploads_gc', {})
-    for (let i = 0; i < 500 && ran.length < 2; i++) await Bun.sleep(10)
+    for (const deadline = Date.now() + 20_000; ran.length < 2 && Date.now() < deadline; ) await Bun.sleep(10)
     expect(ran).toHaveLength(2)
     let release!: () => void
     hold = new Promise<void>((r) => (release = r))
     await lc.enqueue('agent', { feedbackId: 'f1' })
-    for (let i = 0; i < 100; i++) {
-      if ((await sql(s, 'SELECT id FROM jobs WHERE lease_until IS NOT NULL')).length === 1) break
-      await Bun.sleep(10)
-    }
+    // Until the worker holds the agent job (by time: a loaded CI machine took over the 1 s that 100 polls
+    // gave, and stopped a worker that had not claimed it yet).
+    const leased = async () => (await sql(s, 'SELECT id FROM jobs WHERE lease_until IS NOT NULL')).length === 1
+    for (const deadline = Date.now() + 20_000; !(await leased()) && Date.now() < deadline; ) await Bun.sleep(10)
+    expect(await leased()).toBe(true)
     const stopping = worker.stop()
     release()
     await stopping
