@@ -179,9 +179,9 @@ describeEachDialect('jobs repo', (fresh) => {
     let release!: () => void
     hold = new Promise<void>((r) => (release = r))
     await lc.enqueue('agent', { feedbackId: 'f1' })
-    // Until the worker holds the agent job (by time: a loaded CI machine took over the 1 s that 100 polls
-    // gave, and stopped a worker that had not claimed it yet).
-    const leased = async () => (await sql(s, 'SELECT id FROM jobs WHERE lease_until IS NOT NULL')).length === 1
+    // Until the worker holds the agent job itself: a CI run saw the second cleanup job's lease, not yet
+    // finished, stopped the worker before it claimed the agent job, and found that job still queued.
+    const leased = async () => (await sql(s, "SELECT id FROM jobs WHERE lease_until IS NOT NULL AND kind = 'agent'")).length === 1
     for (const deadline = Date.now() + 20_000; !(await leased()) && Date.now() < deadline; ) await Bun.sleep(10)
     expect(await leased()).toBe(true)
     const stopping = worker.stop()
