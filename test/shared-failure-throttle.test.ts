@@ -195,7 +195,7 @@ test('an answer out of step with its command (another key\'s) is no verdict: the
   const node = sharedThrottles(skewed, clock, 1, silent, cluster, clock)
   // Another command's bare number (a flood meter's count of keys pushed, say) handed to a fresh key's
   // 'begin': read as a wait in ms, it would refuse the sign-in.
-  skewed.swap = 3_600_000
+  skewed.swap(3_600_000, /:ft:password:fresh@example\.com$/)
   expect(await attempt(node, 'password', 'fresh@example.com', true)).toBe('ok')
   // The link was dropped (down for its 50 ms pause), then answers again: failures are shared once more.
   await Bun.sleep(80)

@@ -27,7 +27,7 @@ test('another bucket\'s refusal handed to a take is no verdict (this node\'s sha
   const links = [link]
   const limits = createSharedRateLimiters(link, clock, 1, () => 1, new Logger('silent'), clock)
   try {
-    link.swap = [0, 7, 'fixloop:rl:orgKey:another-org'] // another Org's bucket, empty: believed, a 429 with Retry-After 7
+    link.swap([0, 7, 'fixloop:rl:orgKey:another-org'], /^fixloop:rl:orgKey:org-a$/) // another Org's bucket, empty: believed, a 429 with Retry-After 7
     expect(await refusal(limits.orgKey.take('org-a'))).toBeNull()
     await Bun.sleep(80) // the dropped link's pause
     // Its own answers still count: the bucket emptied on this node is empty for a second node too.
