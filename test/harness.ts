@@ -208,6 +208,13 @@ export async function mailerPass(server: TestServer): Promise<void> {
   await server.services.mailer.wake()
 }
 
+/**
+ * How long `eventually` waits when not told: it returns as soon as the condition holds, so a long wait
+ * costs a passing test nothing, while 5 s ran out on loaded machines (a stress run beside three test
+ * files: a hub's 15 events delivered later than that).
+ */
+const DEFAULT_PATIENCE_MS = 15_000
+
 /** How often `eventually` looks: quickly for its first second, then at most ~8 times a second. */
 const EVENTUALLY_FAST_MS = 1_000
 const EVENTUALLY_SLOW_PAUSE_MS = 120
@@ -218,7 +225,7 @@ const EVENTUALLY_SLOW_PAUSE_MS = 120
  * second, SPEC 8), and at 20 ms a wait of a few seconds on a loaded machine emptied it; the test's next
  * read was then a 429 (a CI failure of test/spec-audit: the agent run read as `rate_limited`).
  */
-export async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 5000): Promise<T> {
+export async function eventually<T>(check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = DEFAULT_PATIENCE_MS): Promise<T> {
   const start = Date.now()
   const deadline = start + timeoutMs
   for (;;) {
