@@ -204,3 +204,12 @@ test('an answer out of step with its command (another key\'s) is no verdict: the
   for (let i = 0; i < spec.freeFailures; i++) expect(await attempt(node, 'password', 'shared@example.com', false)).toBe('failed')
   expect(await attempt(other, 'password', 'shared@example.com', true)).toBe('blocked')
 })
+
+test('an account name with a lone surrogate (stored by Redis as U+FFFD) is still counted across nodes, not taken for an answer out of step', async () => {
+  const clock = new ManualClock(Date.parse('2026-11-25T00:00:00Z'))
+  const nodeA = sharedThrottles(link(), clock, 1, silent, cluster, clock)
+  const nodeB = sharedThrottles(link(), clock, 1, silent, cluster, clock)
+  const account = 'half\ud800@example.com'
+  for (let i = 0; i < spec.freeFailures; i++) expect(await attempt(i % 2 ? nodeB : nodeA, 'password', account, false)).toBe('failed')
+  expect(await attempt(nodeB, 'password', account, true)).toBe('blocked')
+})

@@ -34,7 +34,7 @@ end
 `
 // KEYS[1] the marker, KEYS[2] the solution's key. ARGV: the solution's PX, then this node's dbClaimsUntil
 // and its PX (0 and 0 when it has none to publish). Answers {1 if the SET NX took the key, else 0; the
-// marker; the solution's key}: the key echoed proves the answer is this claim's (checkedAnswer).
+// marker; the solution's key}: the key echoed proves the answer is this claim's (claimInRedis checks it).
 const CLAIM_SCRIPT = `${RAISE_MARKER}
 local claimed = redis.call('SET', KEYS[2], '1', 'NX', 'PX', ARGV[1]) and 1 or 0
 if ARGV[2] ~= '0' then raise(KEYS[1], ARGV[2], ARGV[3]) end

@@ -140,7 +140,8 @@ export class SharedFailureThrottle implements Throttle {
     try {
       const answer = await this.link.evalScript(SCRIPT, SCRIPT_SHA, args)
       // Another command's reply (a client out of step with its connection): the local counts stand in.
-      if (!Array.isArray(answer) || answer[1] !== hashKey) throw this.link.desynchronized('sign-in throttle')
+      // (The key as Redis stores it: UTF-8, so a lone surrogate of an account name comes back as U+FFFD.)
+      if (!Array.isArray(answer) || answer[1] !== hashKey.toWellFormed()) throw this.link.desynchronized('sign-in throttle')
       return Number(answer[0]) || 0
     } catch (e) {
       this.warn(e)

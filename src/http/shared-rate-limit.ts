@@ -73,7 +73,7 @@ export class SharedRateLimiter implements Limiter {
     try {
       answer = await this.evalTake(bucket, tokens, retryNeeds)
       // Another command's reply (a client out of step with its connection) is not a verdict: this node's share stands in.
-      if (!Array.isArray(answer) || answer[2] !== bucket) throw this.link.desynchronized('rate limit')
+      if (!Array.isArray(answer) || answer[2] !== bucket.toWellFormed()) throw this.link.desynchronized('rate limit')
     } catch (e) {
       // A reply error too (a bucket key another writer gave another type: WRONGTYPE): logged once a minute
       // like an outage, not once per request.

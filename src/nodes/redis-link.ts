@@ -85,7 +85,7 @@ export class RedisLink {
       // No auto-pipelining: with it, Bun's client (1.4) now and then handed a command the reply of the
       // next one on a loaded machine (an event-loop stall while replies arrived): a proof-of-work claim
       // read a flood meter's counts [1, 0] as "claimed, no marker" and a replay was accepted (test/pow's
-      // Redis-outage case, 1 run in 3 with four CPU hogs; none in 64 without it). Commands still overlap
+      // Redis-outage case, 1 run in 3 with four CPU hogs; none in 88 without it). Commands still overlap
       // on the connection; only the client's batching of writes is off, at no measured cost.
       const client = new RedisClient(this.url, { connectionTimeout: this.timeoutMs * 2, autoReconnect: false, maxRetries: 0, enableOfflineQueue: false, enableAutoPipelining: false })
       client.onclose = () => {
