@@ -18,7 +18,7 @@
  */
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
-import { RedisUnavailable, type RedisLink } from '../nodes/redis-link'
+import { echoes, RedisUnavailable, type RedisLink } from '../nodes/redis-link'
 import type { AbuseRepo } from './abuse-repo'
 
 const MARKER_KEY = 'fixloop:pow:db-until'
@@ -114,7 +114,7 @@ export function createPowSingleUse(deps: { clock: Clock; repo: AbuseRepo; redis?
     // claim a flood meter's counts, and a replay went through): the link reconnects, and the solution is
     // refused. Not the database instead: a solution spent in Redis alone is not there, so it would pass
     // again; and this claim's own command may have taken the key. The widget asks for a new challenge.
-    if (!Array.isArray(answer) || answer[2] !== key) {
+    if (!echoes(answer, 2, key)) {
       warnRefused('a Redis answer out of step with its proof-of-work claim; the solution is refused and the link reconnects', link.desynchronized('proof-of-work claim'))
       return { claimed: false, dbToo: false }
     }

@@ -16,7 +16,7 @@ import { randomBytes } from 'node:crypto'
 import type { Clock } from '../core/clock'
 import { FailureThrottle, PENDING_WAIT_MS, type BackoffSpec, type Throttle, type ThrottleFactory } from '../core/failure-throttle'
 import type { Logger } from '../core/logger'
-import { RedisUnavailable, type RedisLink } from '../nodes/redis-link'
+import { echoes, RedisUnavailable, type RedisLink } from '../nodes/redis-link'
 import { luaNowMs } from './redis-now'
 
 /** How long an attempt under way counts as pending at most (a password check takes well under a second). */
@@ -140,8 +140,7 @@ export class SharedFailureThrottle implements Throttle {
     try {
       const answer = await this.link.evalScript(SCRIPT, SCRIPT_SHA, args)
       // Another command's reply (a client out of step with its connection): the local counts stand in.
-      // (The key as Redis stores it: UTF-8, so a lone surrogate of an account name comes back as U+FFFD.)
-      if (!Array.isArray(answer) || answer[1] !== hashKey.toWellFormed()) throw this.link.desynchronized('sign-in throttle')
+      if (!echoes(answer, 1, hashKey)) throw this.link.desynchronized('sign-in throttle')
       return Number(answer[0]) || 0
     } catch (e) {
       this.warn(e)

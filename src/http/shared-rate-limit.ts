@@ -11,7 +11,7 @@
 import { ApiError } from '../core/errors'
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
-import { RedisUnavailable, type RedisLink } from '../nodes/redis-link'
+import { echoes, RedisUnavailable, type RedisLink } from '../nodes/redis-link'
 import { chargeable, RATE_LIMITS, RateLimiter, type BucketSpec, type Limiter, type RateScope } from './rate-limit'
 import { luaNowMs } from './redis-now'
 
@@ -73,7 +73,7 @@ export class SharedRateLimiter implements Limiter {
     try {
       answer = await this.evalTake(bucket, tokens, retryNeeds)
       // Another command's reply (a client out of step with its connection) is not a verdict: this node's share stands in.
-      if (!Array.isArray(answer) || answer[2] !== bucket.toWellFormed()) throw this.link.desynchronized('rate limit')
+      if (!echoes(answer, 2, bucket)) throw this.link.desynchronized('rate limit')
     } catch (e) {
       // A reply error too (a bucket key another writer gave another type: WRONGTYPE): logged once a minute
       // like an outage, not once per request.

@@ -122,6 +122,15 @@ export class RedisLink {
   }
 }
 
+/**
+ * Whether a script's `answer` carries, at `at`, the `key` it echoes: the proof that the reply is this
+ * command's and not another's (RedisLink.desynchronized). Compared as Redis stores the key: UTF-8, so
+ * a lone surrogate comes back as U+FFFD.
+ */
+export function echoes(answer: unknown, at: number, key: string): answer is unknown[] {
+  return Array.isArray(answer) && answer[at] === key.toWellFormed()
+}
+
 /** An error reply of the server (as opposed to no connection). */
 function isReplyError(e: unknown): boolean {
   const message = e instanceof Error ? e.message : ''
