@@ -391,7 +391,9 @@ describe('a Redis answer out of step with its claim', () => {
   test('is not trusted: the solution is refused (not sent to the database, where a Redis-only spend is missing), the link reconnects', async () => {
     const { OutOfStepLink } = await import('./out-of-step-link')
     const { store, redisServer, counted, claims, createPowService } = await redisAndCountedDb()
-    const link = new OutOfStepLink(redisServer.url, 2_000, 50)
+    // A retry pause long enough that "right after" cannot miss it on a loaded machine, short enough to wait out.
+    const RETRY_MS = 1_000
+    const link = new OutOfStepLink(redisServer.url, 2_000, RETRY_MS)
     const node = createPowService({ key: KEY, clock: store.clock, repo: counted, redis: link })
     const app = { id: APP, proofOfWork: 'normal' }
     let ip = 0
@@ -400,18 +402,25 @@ describe('a Redis answer out of step with its claim', () => {
       return powHeaderOf(c!, solvePowChallenge(c!)!)
     }
     const check = (header: string) => node.check(app, `203.0.113.${++ip}`, header)
+    const linkBack = async () => {
+      for (const deadline = Date.now() + RETRY_MS + 5_000; !(await link.check()).ok && Date.now() < deadline; ) await Bun.sleep(50)
+      expect((await link.check()).ok).toBe(true)
+    }
     try {
       const spent = fresh()
       expect((await check(spent))?.appId).toBe(APP)
       link.swap([1, 0], /^fixloop:pow:[0-9a-f]/) // what the CI run's replay was handed
       await expect(check(spent)).rejects.toMatchObject({ code: 'proof_of_work_required', details: { reason: 'replayed' } })
+      expect((await link.check()).ok).toBe(false) // the link was dropped
+      // A fresh solution handed a wrong answer is refused too (its own command may have taken it). The
+      // link must be up first: while it is down, a claim goes to the database, as in an outage.
+      await linkBack()
       const first = fresh()
-      link.swap([1, 0], /^fixloop:pow:[0-9a-f]/) // a fresh solution handed a wrong answer is refused too (its own command may have taken it) …
+      link.swap([1, 0], /^fixloop:pow:[0-9a-f]/)
       await expect(check(first)).rejects.toMatchObject({ details: { reason: 'replayed' } })
       expect(claims()).toBe(0)
-      // … and the link was dropped: it answers again after its retry pause, and a new solution passes.
-      await Bun.sleep(80)
-      expect((await link.check()).ok).toBe(true)
+      // The link reconnects after its retry pause; a new solution passes, the spent one still does not.
+      await linkBack()
       expect((await check(fresh()))?.appId).toBe(APP)
       await expect(check(spent)).rejects.toMatchObject({ details: { reason: 'replayed' } })
     } finally {
