@@ -10,6 +10,8 @@ import { ReplyLog, attachmentRefs, chunkedBody, expectEnvelope, expectInvalidBod
 
 const MB = 1024 * 1024
 const UNKNOWN_ID = 'abcdefabcdefabcdefabcdef'
+/** A character outside the Basic Multilingual Plane: one code point, two UTF-16 code units. */
+const EMOJI = '\u{1F600}'
 
 let srv: TestServer
 let t: Tenant
@@ -71,15 +73,24 @@ describe('submission limits of spec part 8, at their boundaries', () => {
       { name: 'text of 1 character', body: { text: 'x' }, status: 201 },
       { name: 'text of 8192 characters', body: { text: 'x'.repeat(8192) }, status: 201 },
       { name: 'text of 8193 characters', body: { text: 'x'.repeat(8193) }, status: 400, code: 'invalid_body', issueAt: '/text' },
+      // Characters are Unicode code points, as JSON Schema's maxLength counts them: an emoji is one
+      // character (two UTF-16 code units, which TypeBox's own String would count).
+      { name: 'text of 8192 emoji', body: { text: EMOJI.repeat(8192) }, status: 201 },
+      { name: 'text of 8193 emoji', body: { text: EMOJI.repeat(8193) }, status: 400, code: 'invalid_body', issueAt: '/text' },
+      { name: 'text of 8191 letters and one emoji', body: { text: 'x'.repeat(8191) + EMOJI }, status: 201 },
       { name: 'text not a string', body: { text: 42 }, status: 400, code: 'invalid_body', issueAt: '/text' },
       { name: 'text null', body: { text: null }, status: 400, code: 'invalid_body', issueAt: '/text' },
       { name: 'url of 2048 characters', body: { text: 'x', url: urlOf(2048) }, status: 201 },
       { name: 'url of 2049 characters', body: { text: 'x', url: urlOf(2049) }, status: 400, code: 'invalid_body', issueAt: '/url' },
+      { name: 'url of 2048 characters, emoji in its path', body: { text: 'x', url: urlOf(20) + EMOJI.repeat(2028) }, status: 201 },
+      { name: 'url of 2049 characters, emoji in its path', body: { text: 'x', url: urlOf(20) + EMOJI.repeat(2029) }, status: 400, code: 'invalid_body', issueAt: '/url' },
       { name: 'url not a URL', body: { text: 'x', url: 'not a url' }, status: 400, code: 'invalid_body', issueAt: '/url' },
       { name: 'url relative', body: { text: 'x', url: '/checkout' }, status: 400, code: 'invalid_body', issueAt: '/url' },
       { name: 'url not a string', body: { text: 'x', url: 7 }, status: 400, code: 'invalid_body', issueAt: '/url' },
       { name: 'userAgent of 512 characters', body: { text: 'x', userAgent: 'u'.repeat(512) }, status: 201 },
       { name: 'userAgent of 513 characters', body: { text: 'x', userAgent: 'u'.repeat(513) }, status: 400, code: 'invalid_body', issueAt: '/userAgent' },
+      { name: 'userAgent of 512 emoji', body: { text: 'x', userAgent: EMOJI.repeat(512) }, status: 201 },
+      { name: 'userAgent of 513 emoji', body: { text: 'x', userAgent: EMOJI.repeat(513) }, status: 400, code: 'invalid_body', issueAt: '/userAgent' },
       { name: '500 console entries', body: { text: 'x', consoleLogs: Array.from({ length: 500 }, (_, i) => log1(`m${i}`)) }, status: 201 },
       {
         name: '501 console entries',
@@ -90,6 +101,8 @@ describe('submission limits of spec part 8, at their boundaries', () => {
       },
       { name: 'console message of 1000 characters', body: { text: 'x', consoleLogs: [log1('m'.repeat(1000))] }, status: 201 },
       { name: 'console message of 1001 characters', body: { text: 'x', consoleLogs: [log1('m'.repeat(1001))] }, status: 400, code: 'invalid_body', issueAt: '/consoleLogs' },
+      { name: 'console message of 1000 emoji', body: { text: 'x', consoleLogs: [log1(EMOJI.repeat(1000))] }, status: 201 },
+      { name: 'console message of 1001 emoji', body: { text: 'x', consoleLogs: [log1(EMOJI.repeat(1001))] }, status: 400, code: 'invalid_body', issueAt: '/consoleLogs' },
       { name: 'console entry without ts', body: { text: 'x', consoleLogs: [{ level: 'log', message: 'm' }] }, status: 400, code: 'invalid_body', issueAt: '/consoleLogs' },
       { name: 'consoleLogs not an array', body: { text: 'x', consoleLogs: { level: 'log' } }, status: 400, code: 'invalid_body', issueAt: '/consoleLogs' },
       // '{"k":""}' is 8 bytes: 4088 more make exactly 4096.
@@ -169,6 +182,16 @@ describe('submission limits of spec part 8, at their boundaries', () => {
     })
     expect(g.body.attachments[0]).toMatchObject({ key: ref.key, kind: ref.kind, contentType: ref.contentType, byteSize: ref.byteSize, width: 10, height: 20 })
     expect(g.body.createdAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/)
+  })
+
+  test('a text of 8192 emoji is stored and returned whole; one more is refused saying the limit', async () => {
+    const text = EMOJI.repeat(8192)
+    const r = await submit({ text })
+    expect(r.status).toBe(201)
+    const g = await sk('GET', `/v1/feedback/${r.body.id}`)
+    expect(g.body.text).toBe(text)
+    const over = await submit({ text: text + EMOJI })
+    expect(over.body.error.details.issues).toEqual([{ path: '/text', message: 'Expected string length less or equal to 8192' }])
   })
 
   test('userAgent falls back to the User-Agent header', async () => {

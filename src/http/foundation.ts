@@ -15,8 +15,10 @@
  *   (inline in the request's own task: an after-response hook would cost an extra task per request).
  */
 import { Elysia, ValidationError } from 'elysia'
+import { Kind } from '@sinclair/typebox'
 import { ApiError } from '../core/errors'
 import { LIMITS } from '../core/limits'
+import { CHARS_KIND, charsIssue } from '../core/schema'
 import { newId } from '../core/ids'
 import type { Logger } from '../core/logger'
 import { parseStrictJson } from './strict-json'
@@ -102,7 +104,9 @@ function issuesOf(error: ValidationError): { path: string; message: string }[] {
       // A missing field is "is missing" whatever it takes: its one-of values are for a value that is there.
       const absent = 'value' in e && e.value === undefined
       const allowed = !absent && 'schema' in e ? allowedValues(e.schema) : undefined
-      byPath.set(path, allowed ? `${path === '/' ? 'value' : path.slice(1)} must be one of: ${allowed.map((v) => JSON.stringify(v)).join(', ')}` : (e.summary ?? e.message))
+      // A chars() field fails as a custom kind ("Expected kind 'Chars'"): said as a String's refusal.
+      const charsMessage = !absent && 'schema' in e && e.schema[Kind] === CHARS_KIND ? charsIssue(e.schema, e.value) : undefined
+      byPath.set(path, allowed ? `${path === '/' ? 'value' : path.slice(1)} must be one of: ${allowed.map((v) => JSON.stringify(v)).join(', ')}` : (charsMessage ?? e.summary ?? e.message))
     }
     if (byPath.size > 0) return [...byPath].map(([path, message]) => ({ path, message }))
   } catch {

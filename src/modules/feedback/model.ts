@@ -3,7 +3,7 @@
  * and generate /openapi.json. Every object is closed (`additionalProperties: false`): the spec
  * rejects unknown fields with invalid_body.
  */
-import { oneOf, oneOfOrNull, int } from '../../core/schema'
+import { chars, oneOf, oneOfOrNull, int } from '../../core/schema'
 import { t, type Static } from 'elysia'
 import { ID_PATTERN } from '../../core/ids'
 import { LIMITS } from '../../core/limits'
@@ -29,7 +29,7 @@ export const Viewport = t.Object(
 export const ConsoleLogEntry = t.Object(
   {
     level: oneOf(CONSOLE_LEVELS),
-    message: t.String({ maxLength: LIMITS.consoleMessageMax }),
+    message: chars({ maxLength: LIMITS.consoleMessageMax }),
     ts: int({ minimum: 0, description: 'Epoch milliseconds' }),
   },
   closed,
@@ -86,10 +86,10 @@ export const ClientSignals = t.Object(
 
 export const SubmitBody = t.Object(
   {
-    text: t.String({ minLength: LIMITS.textMin, maxLength: LIMITS.textMax }),
+    text: chars({ minLength: LIMITS.textMin, maxLength: LIMITS.textMax }),
     severity: t.Optional(Severity),
-    url: t.Optional(t.String({ maxLength: LIMITS.urlMax, description: 'Absolute URL of the page' })),
-    userAgent: t.Optional(t.String({ maxLength: LIMITS.userAgentMax })),
+    url: t.Optional(chars({ maxLength: LIMITS.urlMax, description: 'Absolute URL of the page' })),
+    userAgent: t.Optional(chars({ maxLength: LIMITS.userAgentMax })),
     viewport: t.Optional(Viewport),
     consoleLogs: t.Optional(t.Array(ConsoleLogEntry, { maxItems: LIMITS.consoleLogsMax })),
     attachments: t.Optional(t.Array(AttachmentRef, { maxItems: LIMITS.attachmentsMax })),
