@@ -94,16 +94,18 @@ test('a node cut off from the database stops acting on its roles before the leas
   await admin.query('ALTER ROLE node_a NOLOGIN')
   const endConnections = () => admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'node_a'")
   await endConnections()
-  const lostAt = Date.now()
   for (let pass = 0; pass < 20; pass++) {
     await Bun.sleep(25)
     if ((await endConnections()).rowCount === 0) break
   }
-  await eventually(() => (ROLES.every((r) => !a.c.holds(r)) ? true : undefined), LEASE_MS * 3)
-  const aGaveUp = Date.now()
-  await eventually(() => (ROLES.every((r) => b.c.holds(r)) ? true : undefined), LEASE_MS * 8)
-  // `a` stopped acting within one lease period of its last renewal; `b` holds everything now.
-  expect(aGaveUp - lostAt).toBeLessThanOrEqual(LEASE_MS + 400)
+  // Until `b` holds everything, every look at both nodes: never one role held by both. `a` stops acting
+  // on its own clock before its lease can have passed to `b` by the database's, whatever the load (a
+  // bound on the wall time of the hand-over, LEASE_MS + 400 ms, measured the machine's delays too).
+  const overlaps: string[] = []
+  const bothHold = () => overlaps.push(...ROLES.filter((r) => a.c.holds(r) && b.c.holds(r)))
+  await eventually(() => (bothHold(), ROLES.every((r) => !a.c.holds(r)) ? true : undefined), LEASE_MS * 3)
+  await eventually(() => (bothHold(), ROLES.every((r) => b.c.holds(r)) ? true : undefined), LEASE_MS * 8)
+  expect(overlaps).toEqual([])
   expect(a.c.status().ok).toBe(false)
   expect(heldBy([a, b])).toEqual([1, 1])
   // Back: `a` beats again and, over its share, `b` gives roles back to it.
