@@ -11,6 +11,7 @@ import type { Scrub } from './scrubber'
 // One neutralizer for every title fixloop writes on a git host or tracker (src/core/safe-title.ts).
 export { neutralize, safeTheme } from '../core/safe-title'
 import { neutralize, safeTheme } from '../core/safe-title'
+import { clip } from '../core/clip'
 
 export function prTitle(theme: string | null, text: string, scrub: Scrub): string {
   return `fixloop: ${safeTheme(scrub(theme ?? ''), scrub(text))}`
@@ -36,7 +37,7 @@ function codeBlock(text: string): string {
 /** The PR body: what was fixed and where it came from; never the submitter's identity. */
 export function prBody(b: PrBodyInput, scrub: Scrub): string {
   const link = b.publicUrl ? `${b.publicUrl}/v1/feedback/${b.feedbackId}` : `feedback id \`${b.feedbackId}\``
-  const summary = b.usage.summary ? neutralize(scrub(b.usage.summary)).replace(/[\x00-\x08\x0b-\x1f\x7f]/g, ' ').slice(0, 2000) : ''
+  const summary = b.usage.summary ? clip(neutralize(scrub(b.usage.summary)).replace(/[\x00-\x08\x0b-\x1f\x7f]/g, ' '), 2000) : ''
   return [
     'Automated fix proposed by fixloop for a user report.',
     '',

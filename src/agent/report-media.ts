@@ -26,6 +26,7 @@ import type { RunDuplicateMedia, RunFeedbackRow } from '../modules/agent-runs/re
 import { decodeReplay, replayTimeline } from './replay-timeline'
 import { sanitizeText } from '../sanitize/sanitize'
 import { LIMITS } from '../core/limits'
+import { clip } from '../core/clip'
 
 /** At most this many files, and this many bytes in all, in a run's attachments folder. */
 export const MEDIA_MAX_FILES = 8
@@ -190,11 +191,11 @@ export function sniffImage(b: Uint8Array): string | null {
 /** The component target in words: its name, a selector (or the meta, compact), the bounding box. */
 function describeComponent(c: Record<string, unknown>): string | undefined {
   const parts: string[] = []
-  if (typeof c.name === 'string' && c.name) parts.push(`"${c.name.slice(0, 200)}"`)
+  if (typeof c.name === 'string' && c.name) parts.push(`"${clip(c.name, 200)}"`)
   const meta = parseObject(c.meta)
   if (meta) {
     const json = JSON.stringify(meta)
-    parts.push(`details ${json.length > 600 ? `${json.slice(0, 600)}…` : json}`)
+    parts.push(`details ${json.length > 600 ? `${clip(json, 600)}…` : json}`)
   }
   const b = parseObject(c.bbox)
   if (b && [b.x, b.y, b.w, b.h].every((v) => typeof v === 'number' && Number.isFinite(v))) parts.push(`bounding box x=${b.x} y=${b.y} w=${b.w} h=${b.h} (CSS pixels)`)

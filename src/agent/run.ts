@@ -22,6 +22,7 @@ import { unsafeEntry } from './unsafe-entries'
 import { handWorkspace, readAgentFile, removeWorkspace, type Workspace } from './workspace'
 import { collectReportMedia, type MediaSource } from './report-media'
 import { servableText } from '../sanitize/servable'
+import { clip, clipEnd } from '../core/clip'
 
 export interface Timings {
   prepareMs: number
@@ -349,11 +350,11 @@ function definedOnly(u: AgentUsage): AgentUsage {
 }
 
 function tail(text: string, bytes: number): string {
-  return text.length <= bytes ? text : text.slice(text.length - bytes)
+  return clipEnd(text, bytes)
 }
 
 function lastLines(text: string | null, n: number): string {
-  return (text ?? '').trim().split('\n').slice(-n).join(' | ').slice(0, 1000) || '(no output)'
+  return clip((text ?? '').trim().split('\n').slice(-n).join(' | '), 1000) || '(no output)'
 }
 
 /** The task's input from the report row (the cluster's consolidated text for a lead with duplicates). */

@@ -7,6 +7,7 @@
  * inside the block; the fence is longer than any backtick run in the content, so nothing can close it early.
  */
 import { MEDIA_MAX_BYTES, MEDIA_MAX_FILES, type MediaFile } from './report-media'
+import { clip } from '../core/clip'
 
 export interface TaskInput {
   feedbackId: string
@@ -38,7 +39,7 @@ const UNSAFE = /[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\
 export function oneLine(value: unknown, max = 2000): string {
   const s = typeof value === 'string' ? value : JSON.stringify(value) ?? ''
   const escaped = s.replace(UNSAFE, (c) => (c === '\n' ? '\\n' : c === '\r' ? '\\r' : c === '\t' ? '\\t' : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`))
-  return escaped.length > max ? `${escaped.slice(0, max)}…` : escaped
+  return escaped.length > max ? `${clip(escaped, max)}…` : escaped
 }
 
 /** Multi-line text: newlines kept (inside the fence they are harmless), every other control character escaped. */

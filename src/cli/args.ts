@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { NUL, NUL_MESSAGE } from '../core/nul'
 import { didYouMean } from './suggest'
+import { clip } from '../core/clip'
 
 export class UsageError extends Error {}
 
@@ -92,7 +93,7 @@ export function parseList(value: string | undefined): string[] | undefined {
 /** Table cell text: objects as JSON, long values cut so a row stays on one line. */
 function cell(v: unknown): string {
   const text = v === null || v === undefined ? '-' : typeof v === 'object' ? JSON.stringify(v) : String(v)
-  return text.length > 40 ? text.slice(0, 39) + '…' : text
+  return text.length > 40 ? clip(text, 39) + '…' : text
 }
 
 /** A list as an aligned text table: one header row, one row per item, the columns of the first item. */

@@ -16,6 +16,7 @@ import { ApiError } from '../core/errors'
 import { LIMITS } from '../core/limits'
 import { COMMON_FLAGS, output, parseFlags, UsageError } from './args'
 import { didYouMean } from './suggest'
+import { clip } from '../core/clip'
 
 export const FEEDBACK_HELP = `Usage:
   fixloop feedback suggestions --app APP_ID [--json]    the App's reports carrying a suggested lead, newest
@@ -109,7 +110,7 @@ export async function runFeedbackCommand(argv: string[]): Promise<void> {
         if (json) return output({ data: items.map((i) => ({ id: i.id, text: i.text, suggestedDuplicateOf: i.suggestedDuplicateOf })), ...state }, true)
         return output(
           {
-            data: items.map((i) => ({ id: i.id, lead: i.suggestedDuplicateOf!.id, score: i.suggestedDuplicateOf!.score, reason: i.suggestedDuplicateOf!.reason, text: i.text.replace(/\s+/g, ' ').slice(0, 60) })),
+            data: items.map((i) => ({ id: i.id, lead: i.suggestedDuplicateOf!.id, score: i.suggestedDuplicateOf!.score, reason: i.suggestedDuplicateOf!.reason, text: clip(i.text.replace(/\s+/g, ' '), 60) })),
             bars: state.bars,
             arrival: state.arrival,
             learned: state.learned,

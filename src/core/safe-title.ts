@@ -5,6 +5,7 @@
  * (fixes/closes/resolves) closes an issue and no team is pinged, bounded. Pure; one definition for
  * src/agent/pr-text.ts and src/modules/trackers/draft.ts.
  */
+import { clip } from './clip'
 
 /** Breaks issue references and mentions: `#12` → `# 12`, `GH-12` → `GH- 12`, `@team` → `@ team`. */
 export function neutralize(text: string): string {
@@ -22,7 +23,7 @@ export function safeTheme(theme: string | null, text: string, max = 72): string 
     .replace(/\bhttps?:\/\/\S+/gi, '[link]')
     .replace(/[`<>]/g, "'")
   s = neutralize(s).replace(/\s+/g, ' ').trim()
-  if (s.length > max) s = s.slice(0, max - 1).trimEnd() + '…'
+  if (s.length > max) s = clip(s, max - 1).trimEnd() + '…'
   return s || 'a user report'
 }
 

@@ -3,6 +3,7 @@
  * text plus the details its duplicates add, at most 8192 characters).
  */
 import { summaryLine, words } from './tokenize'
+import { clip } from '../core/clip'
 
 export const CONSOLIDATED_MAX = 8192
 export const THEME_MAX = 80
@@ -15,7 +16,7 @@ export const THEME_MAX = 80
 export function themeOf(leadText: string, boilerplate?: (line: string) => boolean): string {
   const line = summaryLine(leadText, boilerplate).replace(/^(hi|hello|hey|dear)\b[^,.!]*[,.!]\s*/i, '').replace(/\s+/g, ' ').trim()
   const base = line || leadText.trim().replace(/\s+/g, ' ')
-  return base.length <= THEME_MAX ? base : base.slice(0, THEME_MAX - 1).replace(/\s+\S*$/, '') + '…'
+  return base.length <= THEME_MAX ? base : clip(base, THEME_MAX - 1).replace(/\s+\S*$/, '') + '…'
 }
 
 function sentences(text: string): string[] {
@@ -31,7 +32,7 @@ function sentences(text: string): string[] {
  * the header names, when `duplicateTexts` lists each distinct text once (a repeated text adds nothing).
  */
 export function consolidate(leadText: string, duplicateTexts: string[], count = duplicateTexts.length): string {
-  if (duplicateTexts.length === 0) return leadText.slice(0, CONSOLIDATED_MAX)
+  if (duplicateTexts.length === 0) return clip(leadText, CONSOLIDATED_MAX)
   const seen = new Set(words(leadText))
   const seenSentences = new Set<string>()
   const extra: string[] = []
@@ -57,5 +58,5 @@ export function consolidate(leadText: string, duplicateTexts: string[], count = 
     if (out.length + line.length + 1 > CONSOLIDATED_MAX) break
     out += line + '\n'
   }
-  return out.trimEnd().slice(0, CONSOLIDATED_MAX)
+  return clip(out.trimEnd(), CONSOLIDATED_MAX)
 }

@@ -6,6 +6,7 @@
 import { ApiError } from '../core/errors'
 import { canCustomerMove, canFollowLead, canResolveByHand, canSystemMove, CUSTOMER_TARGETS, type CustomerTarget, type FeedbackStatus } from '../core/fsm'
 import type { StoredReport } from '../sanitize/report'
+import { clip } from '../core/clip'
 
 /** The columns of a report the lifecycle decides on. */
 export interface FeedbackState {
@@ -93,7 +94,7 @@ export function decideMove(row: FeedbackState | null | undefined, to: FeedbackSt
     to,
     now,
     // A report that moves on starts clean: the old failure no longer describes it.
-    failureReason: to === 'failed' ? (cause.reason?.slice(0, 1000) ?? null) : to === 'archived' ? undefined : null,
+    failureReason: to === 'failed' ? (cause.reason === undefined ? null : clip(cause.reason, 1000)) : to === 'archived' ? undefined : null,
     mergeRequestUrl: to === 'pr_opened' && cause.prUrl !== undefined ? cause.prUrl : undefined,
   }
 }

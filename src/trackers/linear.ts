@@ -25,6 +25,7 @@ import { systemClock, type Clock } from '../core/clock'
 import { remoteHttpUrl } from '../core/outbound'
 import { TrackerError, type IssueDraft, type TrackedIssue, type TrackerAdapter, type TrackerIdentity, type TrackerNews, type TrackerState, type TrackerTarget } from './adapter'
 import { constantTimeEqual, deliveryIdOf, detail, hmacHex, obj, send, str, type Obj } from './saas-http'
+import { clip } from '../core/clip'
 
 /** How far a delivery's webhookTimestamp may be from our clock (Linear: "within a minute"). */
 export const REPLAY_WINDOW_MS = 60_000
@@ -89,9 +90,9 @@ async function graphql(clock: Clock, t: TrackerTarget, doing: string, query: str
 
 const oneLine = (s: string, max: number) => {
   const line = s.replace(/[\x00-\x1f\x7f]+/g, ' ').trim()
-  return line.length > max ? `${line.slice(0, max - 1)}…` : line || 'fixloop report'
+  return line.length > max ? `${clip(line, max - 1)}…` : line || 'fixloop report'
 }
-const description = (s: string) => (s.length > DESCRIPTION_MAX ? `${s.slice(0, DESCRIPTION_MAX)}\n\n…(cut: the full text is on the fixloop dashboard)` : s)
+const description = (s: string) => (s.length > DESCRIPTION_MAX ? `${clip(s, DESCRIPTION_MAX)}\n\n…(cut: the full text is on the fixloop dashboard)` : s)
 
 function trackedOf(issue: Obj | null, doing: string): TrackedIssue {
   const id = str(issue?.id)

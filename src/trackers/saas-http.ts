@@ -10,6 +10,7 @@ import { retryAfterMs, scrub } from '../core/outbound'
 import type { CheckedAddress } from '../core/address-guard'
 import { ANSWER_MAX_BYTES, OutboundError, requestBounded, type OutboundAnswer } from '../core/outbound-http'
 import { TrackerError, type TrackerFailure } from './adapter'
+import { clip } from '../core/clip'
 
 /** A tracker's answer is read up to this many bytes (the shared outbound bound); a longer one is refused. */
 export const RESPONSE_MAX_BYTES = ANSWER_MAX_BYTES
@@ -52,7 +53,7 @@ export function failureOfStatus(status: number): TrackerFailure {
 /** One printable line of at most DETAIL_MAX characters, credentials scrubbed. */
 export function detail(text: string, secrets: string[]): string {
   const line = scrub(text, secrets).replace(/[\x00-\x1f\x7f]+/g, ' ').trim()
-  return line.length > DETAIL_MAX ? `${line.slice(0, DETAIL_MAX - 1)}…` : line
+  return line.length > DETAIL_MAX ? `${clip(line, DETAIL_MAX - 1)}…` : line
 }
 
 /**

@@ -16,6 +16,7 @@
 import * as oidc from 'openid-client'
 import type { SsoConfig } from '../../config'
 import type { Clock } from '../../core/clock'
+import { clip } from '../../core/clip'
 
 /** A day: providers change their endpoints rarely, and a restart refetches at once. */
 export const DISCOVERY_TTL_MS = 24 * 3600_000
@@ -233,5 +234,5 @@ function describe(e: unknown): string {
   let inner = e
   while (inner instanceof Error && inner.cause instanceof Error) inner = inner.cause
   const message = inner instanceof Error ? inner.message : String(inner)
-  return message.replace(/[\r\n]+/g, ' ').slice(0, 200)
+  return clip(message.replace(/[\r\n]+/g, ' '), 200)
 }

@@ -20,6 +20,7 @@ import type { Logger } from '../../core/logger'
 import { ID_PATTERN } from '../../core/ids'
 import type { FeedbackService } from '../feedback/service'
 import type { SlackApi } from './slack-api'
+import { clip } from '../../core/clip'
 
 const WINDOW_SECONDS = 300
 const ID_RE = new RegExp(ID_PATTERN)
@@ -118,7 +119,7 @@ export function createSlashCommands(ctx: SlashCommandDeps, feedback: FeedbackSer
       const field = (name: string) => stripNul(form.get(name) ?? '')
       const teamId = field('team_id')
       const userId = field('user_id')
-      const text = field('text').slice(0, 200)
+      const text = clip(field('text'), 200)
       const responseUrl = safeResponseUrl(form.get('response_url'))
       if (!responseUrl) return { response_type: 'ephemeral', text: await answer(c.org_id, c.app_id, teamId, userId, text) }
       // Acknowledge now, answer through response_url: the work must never hold Slack's 3-second window.

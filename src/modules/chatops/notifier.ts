@@ -22,6 +22,7 @@ import type { EventHub } from '../events/hub'
 import { type ChatopsRepo, type SlackConnectionRow } from './repo'
 import { CHANNEL_INTERVAL_MS, SlackApi, SlackError } from './slack-api'
 import { failureLog, type FailureLog } from '../../db/outage-log'
+import { clip } from '../../core/clip'
 
 interface Ev {
   seq: number
@@ -276,8 +277,8 @@ export class SlackNotifier {
             : e.type === 'agent_run.succeeded'
               ? `:white_check_mark: Agent run ${d.runId} succeeded on branch \`${d.branch}\`${d.prUrl ? `: ${d.prUrl}` : ''}`
               : e.type === 'agent_run.failed'
-                ? `:x: Agent run ${d.runId} failed: ${slackEscape(String(d.error).slice(0, 300))}`
-                : `:warning: Agent run ${d.runId} was stopped by a guardrail: ${slackEscape(String(d.guardrailReason).slice(0, 300))}`
+                ? `:x: Agent run ${d.runId} failed: ${slackEscape(clip(String(d.error), 300))}`
+                : `:warning: Agent run ${d.runId} was stopped by a guardrail: ${slackEscape(clip(String(d.guardrailReason), 300))}`
         await this.api.post(token, thread.channel, text, thread.ts, guard)
         return
       }

@@ -26,6 +26,7 @@ import type { FeedbackItem, FullFeedbackItem, PatchBody, SpamFilter, SubmitBody 
 import type { UploadsService } from '../uploads/service'
 import { UploadGoneError } from '../uploads/repo'
 import type { ActedBy } from '../audit/entry'
+import { clip } from '../../core/clip'
 
 export interface Submission {
   app: KnownApp
@@ -93,7 +94,7 @@ function invalid(path: string, message: string): ApiError {
   return new ApiError('invalid_body', { issues: [{ path, message }] })
 }
 
-const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v.slice(0, 320) : null)
+const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? clip(v, 320) : null)
 const jsonOrNull = (v: unknown): string | null => (v === undefined ? null : JSON.stringify(v))
 
 /** The JSON columns of a report, each encoded once (the size checks measure the same text). */

@@ -10,6 +10,7 @@
  */
 import { constantTimeEqual, deliveryIdOr, hmacSha256Hex } from '../../core/outbound'
 import type { PrChange } from './repo'
+import { clip } from '../../core/clip'
 
 export type GitHookHost = 'github' | 'gitea' | 'gitlab'
 
@@ -62,7 +63,7 @@ const obj = (v: unknown): Obj | null => (v !== null && typeof v === 'object' && 
 const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 && v.length <= 2048 ? v : null)
 /** Review text is bounded before anything else reads it. */
 const REVIEW_TEXT_MAX = 8000
-const text = (v: unknown): string | null => (typeof v === 'string' ? v.slice(0, REVIEW_TEXT_MAX) : null)
+const text = (v: unknown): string | null => (typeof v === 'string' ? clip(v, REVIEW_TEXT_MAX) : null)
 const addressed = (body: string | null): body is string => body !== null && body.trimStart().toLowerCase().startsWith(COMMAND_PREFIX)
 
 function eventOf(host: GitHookHost, headers: Headers): string {

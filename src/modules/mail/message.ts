@@ -7,6 +7,7 @@
  * the App's mail server into a relay for their words. Only a private-mode report (the App's backend vouched
  * for the user with a signed token) is quoted: a short excerpt of its SANITIZED text and a short title.
  */
+import { clip } from '../../core/clip'
 
 export const EXCERPT_MAX = 80
 export const TITLE_MAX = 60
@@ -34,13 +35,13 @@ export function safeExcerpt(sanitized: string | null, max = EXCERPT_MAX): string
   const flat = sanitized.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').replace(/\s+/g, ' ').trim()
   if (flat.length === 0) return null
   if (flat.length <= max) return flat
-  const cut = flat.slice(0, max)
+  const cut = clip(flat, max)
   const space = cut.lastIndexOf(' ')
   return `${(space > max / 2 ? cut.slice(0, space) : cut).trimEnd()}…`
 }
 
 /** App names are the customer's; a header gets them on one line. */
-const oneLine = (s: string) => s.replace(/[\r\n\t]+/g, ' ').slice(0, 120)
+const oneLine = (s: string) => clip(s.replace(/[\r\n\t]+/g, ' '), 120)
 
 /** 28 Nov 2026 (UTC): a date a person reads, the same in every locale of the server. */
 export function readableDate(ms: number): string {

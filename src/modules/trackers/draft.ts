@@ -10,6 +10,7 @@
 import { safeTheme } from '../../core/safe-title'
 import type { IssueDraft } from '../../trackers/adapter'
 import type { LeadForTracker } from './repo'
+import { clip } from '../../core/clip'
 
 export const TITLE_MAX = 200
 /** What of the text an issue body carries at most (trackers cap bodies at 65k characters and less). */
@@ -56,7 +57,7 @@ const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one :
 export function draftOf(lead: LeadForTracker, publicUrl: string | undefined): IssueDraft {
   const size = 1 + lead.duplicate_count
   const raw = lead.consolidated_text || lead.text
-  const text = raw.length > BODY_TEXT_MAX ? `${raw.slice(0, BODY_TEXT_MAX)}\n[… cut at ${BODY_TEXT_MAX} characters]` : raw
+  const text = raw.length > BODY_TEXT_MAX ? `${clip(raw, BODY_TEXT_MAX)}\n[… cut at ${BODY_TEXT_MAX} characters]` : raw
   const page = reportPageUrl(publicUrl, lead)
   const { screenshots, recordings, files } = attachmentCounts(lead.attachments)
   const lines = [
