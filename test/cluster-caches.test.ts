@@ -231,9 +231,8 @@ describe('bounded caches', () => {
 describe('n-grams', () => {
   /** The definition (what rerank.ts computed before it was made faster). */
   function reference(text: string, limit: number): { keys: number[]; counts: number[] } {
-    const lower = text.toLowerCase()
-    const plain = /[^\x00-\x7f]/.test(lower) ? lower.normalize('NFKD').replace(/[\u0300-\u036f]/g, '') : lower
-    const norm = ' ' + plain.replace(/[^a-z0-9]+/g, ' ').trim().slice(0, limit) + ' '
+    const plain = (/[^\x00-\x7f]/.test(text) ? text.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').normalize('NFC') : text).toLowerCase()
+    const norm = ' ' + plain.replace(/[^\p{L}\p{M}\p{N}]+/gu, ' ').trim().slice(0, limit) + ' '
     const counts = new Map<number, number>()
     for (let i = 0; i + 3 <= norm.length; i++) {
       let h = 0x811c9dc5
@@ -252,6 +251,9 @@ describe('n-grams', () => {
     '  Checkout FAILS!!  on v2.3.1 — “quoted” ',
     'Ünïcödé façade naïve Straße İstanbul ℌello Kelvin',
     '漢字 and emoji 😀 between words',
+    'Кнопка оплаты не работает. 支払いページで購入ボタン。결제 페이지 błąd Straße भुगतान पृष्ठ',
+    '𠀋𠀌 astral letters 𝐀𝐁 at the cut: ' + 'ж'.repeat(995) + '𠀋𠀋𠀋',
+    'ж'.repeat(999) + '𠀋' + 'tail past the cut',
     'x'.repeat(999) + ' ' + 'y'.repeat(5),
     'word '.repeat(500),
     'a'.repeat(2000) + '!! tail',

@@ -21,7 +21,7 @@ export function themeOf(leadText: string, boilerplate?: (line: string) => boolea
 
 function sentences(text: string): string[] {
   return text
-    .split(/(?<=[.!?])\s+|\n+/)
+    .split(/(?<=[.!?\u061f\u0964])\s+|(?<=[\u3002\uff01\uff1f])\s*|\n+/)
     .map((s) => s.trim())
     .filter((s) => s.length > 0)
 }

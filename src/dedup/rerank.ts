@@ -6,6 +6,7 @@
  * real bug reports, the blend beat words alone for /similar R@1 and R@5 (docs/triage.md).
  */
 import { withoutUserAgents } from './user-agent'
+import { fold, GRAM_CHAR, trigramKey } from './tokenize'
 
 export interface BlendWeights {
   /** Today's score: word TF-IDF cosine blended with raw trigram cosine by `todayWordWeight`. */
@@ -32,42 +33,62 @@ export interface GramVector {
 const TRIGRAM_LIMIT = 2000
 
 /**
- * A text as n-grams see it, as char codes in a reused buffer: lowercased, accents folded, every run of
- * characters other than a-z and 0-9 one space, trimmed, cut to `limit` characters, with one space added
- * on each side; returns the length. The same string as
- * `' ' + fold(text).replace(/[^a-z0-9]+/g, ' ').trim().slice(0, limit) + ' '`, built in one pass that
- * stops at `limit` (a 20 kB stack trace is not lowercased and scanned whole for its first 2,000 characters).
+ * A text as n-grams see it, as UTF-16 codes in a reused buffer: lowercased, accents folded, every run of
+ * characters other than letters, marks and digits (of any script; of ASCII a-z and 0-9) one space,
+ * trimmed, cut to `limit` codes, with one space added on each side; returns the length. The same string as
+ * `' ' + fold(text).replace(/[^\p{L}\p{M}\p{N}]+/gu, ' ').trim().slice(0, limit) + ' '`, built in one
+ * pass that stops at `limit` (a 20 kB stack trace is not lowercased and scanned whole for its first 2,000
+ * characters). Sets `normWide` when a code beyond ASCII was kept.
  */
-let normBuf = new Uint8Array(TRIGRAM_LIMIT + 2)
+let normBuf = new Uint16Array(TRIGRAM_LIMIT + 2)
+let normWide = false
 function normalize(text: string, limit: number): number {
-  if (normBuf.length < limit + 2) normBuf = new Uint8Array(limit + 2)
+  if (normBuf.length < limit + 2) normBuf = new Uint16Array(limit + 2)
   const out = normBuf
-  // Plain ASCII is lowercased here; anything else the way tokenize.ts folds it (then only a-z, 0-9 count).
+  // Plain ASCII is lowercased here; anything else the way tokenize.ts folds it.
   const ascii = !NON_ASCII.test(text)
-  const src = ascii ? text : foldNonAscii(text)
+  const src = ascii ? text : fold(text)
   let n = 1
   out[0] = 32
   let gap = false
+  normWide = false
   for (let i = 0; i < src.length; i++) {
     let c = src.charCodeAt(i)
     if (ascii && c >= 65 && c <= 90) c |= 0x20
-    if ((c >= 97 && c <= 122) || (c >= 48 && c <= 57)) {
-      if (gap && n > 1) {
-        if (n - 1 >= limit) break
-        out[n++] = 32
-      }
-      gap = false
+    // A character beyond ASCII: one code, or a surrogate pair (two codes, kept or dropped together).
+    const width = c < 128 ? 1 : c >= 0xd800 && c <= 0xdbff && i + 1 < src.length ? 2 : 1
+    const kept = c < 128 ? (c >= 97 && c <= 122) || (c >= 48 && c <= 57) : gramChar(src, i, width)
+    if (!kept) {
+      gap = true
+      i += width - 1
+      continue
+    }
+    if (gap && n > 1) {
       if (n - 1 >= limit) break
-      out[n++] = c
-    } else gap = true
+      out[n++] = 32
+    }
+    gap = false
+    if (n - 1 + width > limit) {
+      // As `.slice(0, limit)` would: the pair's first half fits, the second does not.
+      if (n - 1 < limit) out[n++] = c
+      break
+    }
+    out[n++] = c
+    if (width === 2) out[n++] = src.charCodeAt(++i)
+    if (c >= 128) normWide = true
   }
   out[n++] = 32
   return n
 }
 const NON_ASCII = /[^\x00-\x7f]/
-const foldNonAscii = (text: string): string => {
-  const lower = text.toLowerCase()
-  return NON_ASCII.test(lower) ? lower.normalize('NFKD').replace(/[\u0300-\u036f]/g, '') : lower
+
+/** Whether the character at `i` (`width` codes) is one the n-grams read; remembered per BMP code. */
+const gramCharSeen = new Uint8Array(65536) // 0: not asked yet, 1: read, 2: not read
+function gramChar(src: string, i: number, width: number): boolean {
+  if (width === 2) return GRAM_CHAR.test(src.slice(i, i + 2))
+  const c = src.charCodeAt(i)
+  if (gramCharSeen[c] === 0) gramCharSeen[c] = GRAM_CHAR.test(src[i]) ? 1 : 2
+  return gramCharSeen[c] === 1
 }
 
 /**
@@ -92,12 +113,13 @@ const DIGITS = /[0-9]+/g
  * sorted vector: two sorted vectors meet in one merge pass, with no hash map per comparison.
  */
 export function charGrams(text: string, limit = CHAR_LIMIT): GramVector {
-  return charGramsOf(normBuf, normalize(text, limit))
+  const len = normalize(text, limit) // may grow normBuf: read it after
+  return charGramsOf(normBuf, len)
 }
 
 let gramBuf = new Int32Array(3 * CHAR_LIMIT)
 /** The 3-5-grams of a normalized text (`norm[0..len)`). */
-function charGramsOf(norm: Uint8Array, len: number): GramVector {
+function charGramsOf(norm: Uint16Array, len: number): GramVector {
   if (gramBuf.length < 3 * len) gramBuf = new Int32Array(3 * len)
   const all = gramBuf
   let n = 0
@@ -356,8 +378,8 @@ export interface TrigramVector {
 }
 
 /**
- * Trigram counts by symbol: a normalized text has 37 symbols (space, 0-9, a-z), so a trigram is one of
- * 37³ slots, in the same order as its key (three 7-bit codes): counting needs no map, and sorting only
+ * Trigram counts by symbol: ASCII in a normalized text is 37 symbols (space, 0-9, a-z), so an ASCII
+ * trigram is one of 37³ slots, in the same order as its key (three 7-bit codes): counting needs no map, and sorting only
  * the distinct slots gives the keys in order.
  */
 const SYMBOL = new Int8Array(128).fill(-1)
@@ -375,16 +397,27 @@ let triGeneration = 0
 let triSlots = new Int32Array(TRIGRAM_LIMIT + 2)
 
 /** The trigram vector of a normalized text (`norm[0..len)`): what `trigrams` in tokenize.ts counts, sorted. */
-function trigramVectorOf(norm: Uint8Array, len: number): TrigramVector {
+function trigramVectorOf(norm: Uint16Array, len: number): TrigramVector {
   if (++triGeneration === 0xffffffff) {
     triStamp.fill(0)
     triGeneration = 1
   }
   const gen = triGeneration
   if (triSlots.length < len) triSlots = new Int32Array(len)
+  // Trigrams with a code beyond ASCII have hashed keys (tokenize.ts trigramKey), counted in a map: only
+  // a text with such characters pays for one.
+  const wide = normWide ? new Map<number, number>() : undefined
   let distinct = 0
   for (let i = 0; i + 3 <= len; i++) {
-    const slot = SYMBOL[norm[i]] * 1369 + SYMBOL[norm[i + 1]] * 37 + SYMBOL[norm[i + 2]]
+    const a = norm[i]
+    const b = norm[i + 1]
+    const c = norm[i + 2]
+    if ((a | b | c) >= 128) {
+      const key = trigramKey(a, b, c)
+      wide!.set(key, (wide!.get(key) ?? 0) + 1)
+      continue
+    }
+    const slot = SYMBOL[a] * 1369 + SYMBOL[b] * 37 + SYMBOL[c]
     if (triStamp[slot] !== gen) {
       triStamp[slot] = gen
       triCount[slot] = 0
@@ -393,17 +426,26 @@ function trigramVectorOf(norm: Uint8Array, len: number): TrigramVector {
     triCount[slot]++
   }
   const slots = triSlots.subarray(0, distinct).sort()
-  const keys = new Int32Array(distinct)
-  const counts = new Float64Array(distinct)
+  // The hashed keys are negative, so they come first in the sorted keys.
+  const wideKeys = wide ? Int32Array.from(wide.keys()).sort() : new Int32Array(0)
+  const keys = new Int32Array(wideKeys.length + distinct)
+  const counts = new Float64Array(wideKeys.length + distinct)
   let sumSquares = 0
+  for (let i = 0; i < wideKeys.length; i++) {
+    const count = wide!.get(wideKeys[i])!
+    keys[i] = wideKeys[i]
+    counts[i] = count
+    sumSquares += count * count
+  }
   for (let i = 0; i < distinct; i++) {
     const slot = slots[i]
     const a = (slot / 1369) | 0
     const b = ((slot - a * 1369) / 37) | 0
     const c = slot - a * 1369 - b * 37
-    keys[i] = (SYMBOL_CODE[a] << 14) | (SYMBOL_CODE[b] << 7) | SYMBOL_CODE[c]
+    const at = wideKeys.length + i
+    keys[at] = (SYMBOL_CODE[a] << 14) | (SYMBOL_CODE[b] << 7) | SYMBOL_CODE[c]
     const count = triCount[slot]
-    counts[i] = count
+    counts[at] = count
     sumSquares += count * count
   }
   return { keys, counts, sumSquares }
