@@ -68,6 +68,17 @@ describe('tenants service', () => {
     expect((await srv.admin.createApp(b.orgId, { name: 'Taken too', slug: 'taken' })).slug).toBe('taken')
   })
 
+  test('Apps named without a letter a-z (Cyrillic, Chinese, Arabic) get app, app-2, app-3 in an Org; a slug asked for is still refused when taken', async () => {
+    const org = await srv.admin.createOrg('Магазин')
+    expect((await srv.admin.createApp(org.id, { name: 'Доставка' })).slug).toBe('app')
+    expect((await srv.admin.createApp(org.id, { name: '配送' })).slug).toBe('app-2')
+    expect((await srv.admin.createApp(org.id, { name: 'المتجر' })).slug).toBe('app-3')
+    expect(await failure(() => srv.admin.createApp(org.id, { name: 'Склад', slug: 'app-2' }))).toMatchObject({ code: 'slug_taken', status: 409 })
+    // A Latin name keeps its own slug, and a second of it is still told apart by --slug.
+    expect((await srv.admin.createApp(org.id, { name: 'Shop' })).slug).toBe('shop')
+    expect(await failure(() => srv.admin.createApp(org.id, { name: 'Shop' }))).toMatchObject({ code: 'slug_taken', status: 409 })
+  })
+
   test('the Org of a bare id (the operator\'s lookups)', async () => {
     expect(await srv.admin.orgOfApp(b.appId)).toBe(b.orgId)
     expect(await srv.admin.orgOfKey(a.keyId)).toBe(a.orgId)

@@ -46,6 +46,9 @@ export interface TenantsDeps {
 /** C0 and C1 control characters and DEL (line breaks and tabs among them). */
 const CONTROL_CHARACTERS = /[\x00-\x1f\x7f-\x9f]/
 
+/** The slug of an App whose name has no letter a-z or digit to make one of ("Доставка", "配送"). */
+export const FALLBACK_SLUG = 'app'
+
 export function slugify(name: string): string {
   const slug = name
     .normalize('NFKD')
@@ -54,7 +57,7 @@ export function slugify(name: string): string {
     .replace(/[^a-z0-9]+/g, '-')
     .replace(/^-+|-+$/g, '')
     .slice(0, 64)
-  return slug || 'app'
+  return slug || FALLBACK_SLUG
 }
 
 /** Normalises an origin ("https://A.example/" → "https://a.example"); rejects anything but an origin. */
@@ -133,6 +136,22 @@ export function createTenantsService(ctx: TenantsDeps) {
     return !!row && row.id !== exceptId
   }
 
+  /**
+   * The slug of a new App: the one asked for, else its name's. A name with nothing to make a slug of gets
+   * the first free of app, app-2, app-3, …: every App named in Cyrillic, Chinese or Arabic came out "app",
+   * so an Org's second one was refused as slug_taken, and the dashboard's form has no slug field to get
+   * past it. A Latin name keeps its one slug (a second "Shop" is refused: --slug tells them apart).
+   */
+  async function newAppSlug(orgId: string, s: { name: string; slug?: string }): Promise<string> {
+    if (s.slug !== undefined) return s.slug
+    const slug = slugify(s.name)
+    if (slug !== FALLBACK_SLUG) return slug
+    const used = new Set((await repo.apps(orgId)).map((a) => a.slug))
+    let n = 1
+    while (used.has(n === 1 ? slug : `${slug}-${n}`)) n++
+    return n === 1 ? slug : `${slug}-${n}`
+  }
+
   return {
     /** The Org of a live App, for callers that hold only an App id (the operator's CLI). */
     async orgOfApp(appId: string): Promise<string> {
@@ -199,7 +218,7 @@ export function createTenantsService(ctx: TenantsDeps) {
     async createApp(orgId: string, s: AppSettings & { name: string }, by?: ActedBy): Promise<App & { signingSecret: string }> {
       await requireOrg(orgId)
       checkSettings(s)
-      const slug = s.slug ?? slugify(s.name)
+      const slug = await newAppSlug(orgId, s)
       const taken = () => new ApiError('slug_taken', { slug }, `slug "${slug}" is already used in this org; pass --slug`)
       if (await slugTaken(orgId, slug)) throw new ApiError('slug_taken', { slug }, `slug "${slug}" is already used in this org; pass --slug`)
       const secret = newSigningSecret()
