@@ -254,6 +254,7 @@ describe('n-grams', () => {
     'Кнопка оплаты не работает. 支払いページで購入ボタン。결제 페이지 błąd Straße भुगतान पृष्ठ',
     '𠀋𠀌 astral letters 𝐀𝐁 at the cut: ' + 'ж'.repeat(995) + '𠀋𠀋𠀋',
     'ж'.repeat(999) + '𠀋' + 'tail past the cut',
+    'lone \ud800 high and \udc00 low surrogates: дом\ud800ж and a pair split by the end \ud840',
     'x'.repeat(999) + ' ' + 'y'.repeat(5),
     'word '.repeat(500),
     'a'.repeat(2000) + '!! tail',
