@@ -95,6 +95,18 @@ describeEachDialect('inbox repo', (fresh) => {
     expect((await inbox.list('o1', 'ad1', { q: 'nothing like this' })).nextCursor).toBeNull()
   })
 
+  test('text beyond ASCII is found whatever the case of the query: as typed, lower, upper, capitalized (SQLite\'s lower() folds ASCII only)', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    const ids = await reports(s, 3)
+    await sql(s, "UPDATE feedback SET text = 'Кнопка оплаты не работает на странице КОРЗИНЫ' WHERE id = ?", [ids[0]])
+    await sql(s, "UPDATE feedback SET text = 'Élan: le bouton Payer ne répond pas' WHERE id = ?", [ids[1]])
+    const idsOf = async (q: string) => (await s.store.inbox.list('o1', 'ad1', { q })).data.map((r) => r.id)
+    for (const q of ['кнопка', 'КНОПКА', 'Кнопка', 'корзины', 'Корзины', 'оплаты']) expect({ q, ids: await idsOf(q) }).toEqual({ q, ids: [ids[0]] })
+    for (const q of ['élan', 'ÉLAN', 'répond', 'RÉPOND']) expect({ q, ids: await idsOf(q) }).toEqual({ q, ids: [ids[1]] })
+    expect(await idsOf('дом')).toEqual([])
+  })
+
   test('read marks per admin: counted once, cross-Org ids ignored; unread again; folder counts of unread leads', async () => {
     const s = await fresh()
     await seedOrgApp(s)

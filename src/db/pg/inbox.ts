@@ -2,7 +2,7 @@
  * PostgreSQL side of modules/admin-api/inbox-repo.ts: the same window-then-filter query. Aliases are
  * quoted (PostgreSQL folds unquoted names to lower case); `instr` is `strpos`; JSON is read with `->>`.
  */
-import { FOLDERS, SCAN_WINDOW, historyEntry, idFloor, inboxPage, type Folder, type Inbox, type InboxRow } from '../../modules/admin-api/inbox-repo'
+import { caseForms, FOLDERS, SCAN_WINDOW, historyEntry, idFloor, inboxPage, type Folder, type Inbox, type InboxRow } from '../../modules/admin-api/inbox-repo'
 import { HAS_SCREENSHOT, spamCondition } from '../sql/inbox'
 import { PG_LAST_SEQ_SQL } from './outbox'
 import { exec, many, one, type PgStorage } from './storage'
@@ -53,7 +53,7 @@ export function createPgInbox({ pool }: PgStorage): Inbox {
       if (q.hasScreenshot !== undefined) content.push(`${HAS_SCREENSHOT} = ${p(q.hasScreenshot)}::boolean`)
       if (q.hasConsole !== undefined) content.push(`(f.console_logs IS NOT NULL AND f.console_logs <> '[]') = ${p(q.hasConsole)}::boolean`)
       if (q.urlContains) content.push(`strpos(lower(f.url), lower(${p(q.urlContains)})) > 0`)
-      if (q.q) content.push(`strpos(lower(f.text), lower(${p(q.q)})) > 0`)
+      if (q.q) content.push(`(strpos(lower(f.text), lower(${p(q.q)})) > 0${caseForms(q.q).map((form) => ` OR strpos(f.text, ${p(form)}) > 0`).join('')})`)
       const join = 'LEFT JOIN admin_reads r ON r.admin_id = $1 AND r.feedback_id = f.id'
       let windowEnd: string | null = null
       let rows: InboxRow[]

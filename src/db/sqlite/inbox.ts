@@ -1,5 +1,5 @@
 /** SQLite side of modules/admin-api/inbox-repo.ts: the queries as they were. */
-import { FOLDERS, SCAN_WINDOW, historyEntry, idFloor, inboxPage, type Folder, type Inbox, type InboxRow } from '../../modules/admin-api/inbox-repo'
+import { caseForms, FOLDERS, SCAN_WINDOW, historyEntry, idFloor, inboxPage, type Folder, type Inbox, type InboxRow } from '../../modules/admin-api/inbox-repo'
 import { HAS_SCREENSHOT, spamCondition } from '../sql/inbox'
 import { LAST_SEQ_SQL } from './outbox'
 import type { SqliteStorage } from './storage'
@@ -74,7 +74,10 @@ export function createSqliteInbox({ sqlite }: SqliteStorage): Inbox {
       if (q.hasScreenshot !== undefined) add(`${HAS_SCREENSHOT} = ?`, q.hasScreenshot ? 1 : 0)
       if (q.hasConsole !== undefined) add(`(f.console_logs IS NOT NULL AND f.console_logs <> '[]') = ?`, q.hasConsole ? 1 : 0)
       if (q.urlContains) add('instr(lower(f.url), lower(?)) > 0', q.urlContains)
-      if (q.q) add('instr(lower(f.text), lower(?)) > 0', q.q)
+      if (q.q) {
+        const forms = caseForms(q.q)
+        add(`(instr(lower(f.text), lower(?)) > 0${' OR instr(f.text, ?) > 0'.repeat(forms.length)})`, q.q, ...forms)
+      }
       const join = 'LEFT JOIN admin_reads r ON r.admin_id = ? AND r.feedback_id = f.id'
       let rows: InboxRow[]
       let windowEnd: string | null = null

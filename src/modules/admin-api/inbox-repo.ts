@@ -49,6 +49,19 @@ export interface InboxQuery {
   limit?: number
 }
 
+/**
+ * The forms of a text query the inbox also looks for, besides lower(text) containing lower(q): SQLite's
+ * lower() folds ASCII only, and PostgreSQL's only as far as its database's locale does, so "кнопка" did
+ * not find "Кнопка". A query with letters beyond ASCII is looked for as typed, in lower case, in upper
+ * case and capitalized, the ways a report's words are written (none for an ASCII query).
+ */
+export function caseForms(q: string): string[] {
+  if (!/[^\x00-\x7f]/.test(q)) return []
+  const lower = q.toLowerCase()
+  const capitalized = lower.charAt(0).toUpperCase() + lower.slice(1)
+  return [...new Set([q, lower, q.toUpperCase(), capitalized])]
+}
+
 /** The smallest id created at or after `ms` (ids start with 4 bytes of unix seconds). */
 export function idFloor(ms: number): string {
   return Math.max(0, Math.floor(ms / 1000)).toString(16).padStart(8, '0').slice(-8) + '0'.repeat(16)
