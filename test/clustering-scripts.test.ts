@@ -66,6 +66,12 @@ describe('words of every script', () => {
 })
 
 describe('clustering reports written in other scripts', () => {
+  const SIBLINGS: Record<string, [string, string]> = {
+    ru: ['Кнопка оплаты не работает на странице оформления заказа.', 'Кнопка входа не работает на странице оформления заказа.'],
+    'zh-CN': ['结账页面上的支付按钮不起作用。', '结账页面上的登录按钮不起作用。'],
+    ja: ['購入ページの支払いボタンが動きません。', '購入ページのログインボタンが動きません。'],
+  }
+
   let srv: TestServer
   const clock = new ManualClock()
   beforeAll(async () => {
@@ -98,6 +104,19 @@ describe('clustering reports written in other scripts', () => {
       const similar = await call(srv.url, 'GET', `/v1/feedback/${ids[2]}/similar`, { auth: t.key })
       expect(similar.status).toBe(200)
       expect([lead, ids[1]]).toContain(similar.body.data[0]?.id)
+    })
+  }
+  for (const [lang, [payment, login]] of Object.entries(SIBLINGS)) {
+    test(`${lang}: one template with one slot filled two ways (the payment button, the login button) is not merged`, async () => {
+      const t = await seedTenant(srv.admin, {}, `Siblings ${lang}`)
+      const ids: string[] = []
+      for (const text of [payment, login]) {
+        const r = await call(srv.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text, url: 'https://shop.example/checkout' } })
+        ids.push(r.body.id)
+        await srv.worker.tick()
+        clock.advance(1000)
+      }
+      expect((await call(srv.url, 'GET', `/v1/feedback/${ids[1]}`, { auth: t.key })).body.duplicateOfId).toBeNull()
     })
   }
 })

@@ -59,10 +59,18 @@ export function disjointVersions(a: ReadonlySet<string>, b: ReadonlySet<string>)
   return true
 }
 
-/** Title tokens as typed (case kept: an inner capital marks a name), trailing punctuation dropped. */
+/**
+ * Title tokens as typed (case kept: an inner capital marks a name), trailing punctuation dropped. Words of
+ * any script; in Chinese, Japanese and Thai, which put no spaces between words, each character is a token,
+ * so "结账页面上的支付按钮不起作用" / "…的登录按钮…" is one template with one slot filled two ways, as "Payment
+ * button fails" / "Login button fails" is. (Before, a title beyond ASCII had no tokens and no rule here saw it.)
+ */
 export function titleTokens(title: string): string[] {
-  return title.replace(PLACEHOLDER, ' ').match(/[A-Za-z0-9][\w.\-/+#]*[A-Za-z0-9+#]|[A-Za-z0-9]/g) ?? []
+  const t = title.replace(PLACEHOLDER, ' ')
+  if (!/[^\x00-\x7f]/.test(t)) return t.match(/[A-Za-z0-9][\w.\-/+#]*[A-Za-z0-9+#]|[A-Za-z0-9]/g) ?? []
+  return t.replace(UNSPACED_CHAR, ' $& ').match(/[\p{L}\p{N}](?:[\p{L}\p{M}\p{N}_.\-/+#]*[\p{L}\p{M}\p{N}+#])?/gu) ?? []
 }
+const UNSPACED_CHAR = /[\p{sc=Han}\p{sc=Hiragana}\p{sc=Katakana}\p{sc=Thai}\p{sc=Lao}\p{sc=Khmer}\p{sc=Myanmar}\u30fc]/gu
 
 /** A title's tokens and where each lowercased one last occurs. */
 interface TitleParts {
