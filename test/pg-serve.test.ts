@@ -11,6 +11,9 @@ import { clusterEnv } from './cluster-env'
 import { sharedPostgres } from './dialects'
 import { openPool } from '../src/db/pg/client-options'
 
+/** Waits (20 s at most) for the node's /readyz to answer 200. */
+const untilReady = (url: string) => eventually(async () => (await call(url, 'GET', '/readyz')).status === 200, 20_000)
+
 let env: Record<string, string>
 const dirs: string[] = []
 const dataDir = () => {
@@ -82,7 +85,9 @@ describe('serve on PostgreSQL (compiled binary)', () => {
     const pg = await sharedPostgres()
     const node = await spawnServer(dataDir(), env)
     try {
-      expect((await call(node.url, 'GET', '/readyz')).status).toBe(200)
+      // Ready once its first checks pass (a node's first beat, its worker started): what a load balancer
+      // waits for. Read at once after /healthz, a loaded machine's CI run saw 503.
+      await untilReady(node.url)
       const acknowledged: string[] = []
       const submit = async (i: number) => {
         const r = await call(node.url, 'POST', '/v1/feedback', { auth: tenant.pub, body: { text: `report ${i} while the database comes and goes` } })
@@ -212,7 +217,7 @@ describe('serve on PostgreSQL (compiled binary)', () => {
     const stalled = pids()
     expect(stalled.length).toBeGreaterThan(1)
     try {
-      expect((await call(node.url, 'GET', '/readyz')).status).toBe(200)
+      await untilReady(node.url)
       // Every pool connection busy first (a submission each), so the checks meet open, unanswered sockets.
       for (const pid of stalled) process.kill(pid, 'SIGSTOP')
       const inFlight = Array.from({ length: 4 }, () => call(node.url, 'POST', '/v1/feedback', { auth: tenant.pub, body: { text: 'sent while the database is frozen' } }).catch(() => null))
