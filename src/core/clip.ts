@@ -5,8 +5,10 @@
  * that leaves fixloop or is stored goes through these. (The widget has its own, widget/src/clip.ts.)
  */
 
-const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff
-const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff
+/** The first half of a surrogate pair (a character beyond the Basic Multilingual Plane, as most emoji are). */
+export const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff
+/** The second half of a surrogate pair. */
+export const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff
 
 /** The first `n` UTF-16 code units of `s`, one fewer where the cut would split a surrogate pair. */
 export function clip(s: string, n: number): string {

@@ -4,6 +4,7 @@
  * has no default, so an absent field stays absent.
  */
 import { t } from 'elysia'
+import { isHighSurrogate, isLowSurrogate } from './clip'
 import { Kind, Type, TypeRegistry, type IntegerOptions, type StringOptions, type TInteger, type TLiteral, type TNull, type TString, type TUnion } from '@sinclair/typebox'
 
 type Literals<T extends readonly string[]> = { -readonly [K in keyof T]: TLiteral<T[K]> }
@@ -39,10 +40,7 @@ export const CHARS_KIND = 'Chars'
 export function charCount(s: string): number {
   let n = s.length
   for (let i = 0; i < s.length - 1; i++) {
-    const c = s.charCodeAt(i)
-    if (c < 0xd800 || c > 0xdbff) continue
-    const d = s.charCodeAt(i + 1)
-    if (d >= 0xdc00 && d <= 0xdfff) {
+    if (isHighSurrogate(s.charCodeAt(i)) && isLowSurrogate(s.charCodeAt(i + 1))) {
       n--
       i++
     }

@@ -7,6 +7,7 @@
  */
 import { withoutUserAgents } from './user-agent'
 import { fold, GRAM_CHAR, trigramKey } from './tokenize'
+import { isHighSurrogate, isLowSurrogate } from '../core/clip'
 
 export interface BlendWeights {
   /** Today's score: word TF-IDF cosine blended with raw trigram cosine by `todayWordWeight`. */
@@ -56,7 +57,7 @@ function normalize(text: string, limit: number): number {
     let c = src.charCodeAt(i)
     if (ascii && c >= 65 && c <= 90) c |= 0x20
     // A character beyond ASCII: one code, or a surrogate pair (two codes, kept or dropped together).
-    const width = c >= 0xd800 && c <= 0xdbff && isLowSurrogate(src.charCodeAt(i + 1)) ? 2 : 1
+    const width = isHighSurrogate(c) && isLowSurrogate(src.charCodeAt(i + 1)) ? 2 : 1
     const kept = c < 128 ? (c >= 97 && c <= 122) || (c >= 48 && c <= 57) : gramChar(src, i, width)
     if (!kept) {
       gap = true
@@ -81,8 +82,6 @@ function normalize(text: string, limit: number): number {
   return n
 }
 const NON_ASCII = /[^\x00-\x7f]/
-
-const isLowSurrogate = (c: number) => c >= 0xdc00 && c <= 0xdfff
 
 /** Whether the character at `i` (`width` codes) is one the n-grams read; remembered per BMP code. */
 const gramCharSeen = new Uint8Array(65536) // 0: not asked yet, 1: read, 2: not read

@@ -101,11 +101,17 @@ const TOKEN_RE = /[A-Z][A-Z0-9]+-\d+|v?\d+(?:\.\d+)+(?:-[A-Za-z0-9.]+)?|[A-Za-z0
  */
 const WIDE_TOKEN_RE = /[A-Z][A-Z0-9]+-\d+|v?\d+(?:\.\d+)+(?:-[A-Za-z0-9.]+)?|[A-Za-z0-9_$]+(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+|[A-Za-z0-9_]*(?=[^\x00-\x7f])[\p{L}\p{M}\p{N}][\p{L}\p{M}\p{N}_]*|[A-Za-z0-9_]+(?:['’][a-z]+)?/gu
 /**
+ * The scripts written without spaces between words (Chinese, Japanese, Thai, Lao, Khmer, Myanmar), with
+ * the kana length mark and the ideographic iteration mark: a character class's body (vetoes.ts reads
+ * their titles a character at a time).
+ */
+export const UNSPACED = '\\p{sc=Han}\\p{sc=Hiragana}\\p{sc=Katakana}\\p{sc=Thai}\\p{sc=Lao}\\p{sc=Khmer}\\p{sc=Myanmar}\\u30fc\\u3005'
+/**
  * Scripts written without spaces between words (Chinese, Japanese, Thai, …) and Korean, whose words carry
  * their particles: a run of them is read as overlapping pairs of characters, as search engines index
  * them (Lucene's CJK bigrams), so "支払いページ" and "ページの支払い" share "支払" and "ページ" pairs.
  */
-const PAIRED_SCRIPT = /[\p{sc=Han}\p{sc=Hiragana}\p{sc=Katakana}\p{sc=Hangul}\p{sc=Thai}\p{sc=Lao}\p{sc=Khmer}\p{sc=Myanmar}\u30fc\u3005]+/gu
+const PAIRED_SCRIPT = new RegExp(`[${UNSPACED}\\p{sc=Hangul}]+`, 'gu')
 const ISSUE_KEY_RE = /^[A-Z][A-Z0-9]+-\d+$/
 /** Where an identifier splits: dots, underscores, $ and camelCase humps (HTTPServer → HTTP, Server). */
 const IDENT_SPLIT = /[._$]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])/

@@ -8,7 +8,7 @@
  * Only the titles are compared: bodies share boilerplate (templates, user agents, environment blocks)
  * that would make siblings look like duplicates, and versions in bodies differ between true duplicates.
  */
-import { words } from './tokenize'
+import { UNSPACED, words } from './tokenize'
 
 /** A sanitizer placeholder (`[REDACTED:ipv4]`): the value it replaced is unknown. */
 export const PLACEHOLDER = /\[REDACTED:[a-z0-9_]+\]/g
@@ -70,7 +70,7 @@ export function titleTokens(title: string): string[] {
   if (!/[^\x00-\x7f]/.test(t)) return t.match(/[A-Za-z0-9][\w.\-/+#]*[A-Za-z0-9+#]|[A-Za-z0-9]/g) ?? []
   return t.replace(UNSPACED_CHAR, ' $& ').match(/[\p{L}\p{N}](?:[\p{L}\p{M}\p{N}_.\-/+#]*[\p{L}\p{M}\p{N}+#])?/gu) ?? []
 }
-const UNSPACED_CHAR = /[\p{sc=Han}\p{sc=Hiragana}\p{sc=Katakana}\p{sc=Thai}\p{sc=Lao}\p{sc=Khmer}\p{sc=Myanmar}\u30fc]/gu
+const UNSPACED_CHAR = new RegExp(`[${UNSPACED}]`, 'gu')
 
 /** A title's tokens and where each lowercased one last occurs. */
 interface TitleParts {
