@@ -13,6 +13,12 @@
  * built: `invalidate` is told of every partition this node takes, before its jobs can be claimed (an index
  * built for GET /similar, or before another node held the partition, would miss the reports clustered
  * elsewhere), and of every partition it lets go or loses.
+ *
+ * A partition taken is claimable only once no live claimer has jobs of its Apps in hand (`inHand`): the node
+ * that let it go (over its share, or stopping) finishes the batch it claimed before, and an index built
+ * here meanwhile would lack that batch's reports for good (an index is built without the reports whose
+ * `process` job is still queued), so their duplicates would become leads of their own. Until then the
+ * lease is held and not claimed from, and looked at again at each beat.
  */
 import type { Logger } from '../core/logger'
 import { failureLog, type FailureLog } from '../db/outage-log'
@@ -30,12 +36,16 @@ export interface PartitionOptions {
   partitions?: number
   /** Drops what this node keeps about the Apps of these partitions (their indexes); awaited before taken ones are claimed from. */
   invalidate?: (partitions: number[]) => Promise<void>
+  /** Of these partitions, those whose Apps have jobs in a live claimer's hands (a lease): not claimable yet. */
+  inHand?: (partitions: number[]) => Promise<number[]>
 }
 
 export type PartitionListener = (held: number[]) => void
 
 export class PartitionLeases {
   private readonly held = new Map<number, number>()
+  /** Taken, but another claimer still has jobs of their Apps in hand: leased here, not claimed from yet. */
+  private waiting = new Set<number>()
   private readonly listeners = new Set<PartitionListener>()
   private readonly beats: BeatLoop
   private readonly count: number
@@ -78,13 +88,15 @@ export class PartitionLeases {
   async stop(): Promise<void> {
     await this.beats.stop()
     const held = [...this.held.keys()]
+    const waiting = [...this.waiting]
     this.held.clear()
+    this.waiting.clear()
     if (held.length > 0) {
       this.changed()
       await this.invalidate(held).catch(() => {})
     }
     // Let go at once: another node takes them at its next beat instead of after a lease period.
-    await Promise.all(held.map((p) => this.repo.release(partitionLease(p), this.nodeId).catch(() => {})))
+    await Promise.all([...held, ...waiting].map((p) => this.repo.release(partitionLease(p), this.nodeId).catch(() => {})))
   }
 
 
@@ -104,9 +116,14 @@ export class PartitionLeases {
       this.held.delete(p)
       await this.repo.release(partitionLease(p), this.nodeId).catch(() => {})
     }
+    // Partitions still waiting to become claimable are taken again first while there is room; the rest go.
+    const waited = [...this.waiting]
+    this.waiting = new Set()
+    const retry = waited.slice(0, Math.max(0, share - this.held.size))
+    for (const p of waited.slice(retry.length)) await this.repo.release(partitionLease(p), this.nodeId).catch(() => {})
+    const order = [...retry, ...Array.from({ length: this.count }, (_, i) => (this.offset + i) % this.count).filter((p) => !retry.includes(p))]
     const taken = new Map<number, number>()
-    for (let i = 0; i < this.count; i++) {
-      const p = (this.offset + i) % this.count
+    for (const p of order) {
       const holding = this.held.has(p)
       if (!holding && this.held.size + taken.size >= share) continue
       const asked = performance.now()
@@ -128,13 +145,22 @@ export class PartitionLeases {
     if (after.join(',') !== before.join(',')) this.changed()
   }
 
-  /** Newly taken partitions become claimable once what this node kept about their Apps is dropped; if that fails they go back. */
+  /**
+   * Newly taken partitions become claimable once no live claimer has jobs of their Apps in hand (those wait,
+   * leased, for a later beat) and what this node kept about their Apps is dropped; if either fails they go back.
+   */
   private async take(taken: Map<number, number>): Promise<void> {
     if (taken.size === 0) return
     try {
-      await this.invalidate([...taken.keys()])
-      for (const [p, validUntil] of taken) this.held.set(p, validUntil)
+      const busy = new Set(this.opts.inHand ? await this.opts.inHand([...taken.keys()]) : [])
+      const ready = [...taken.keys()].filter((p) => !busy.has(p))
+      for (const p of busy) if (taken.has(p)) this.waiting.add(p)
+      if (ready.length === 0) return
+      // Dropped after the look above: an index built from here on sees every batch of theirs written.
+      await this.invalidate(ready)
+      for (const p of ready) this.held.set(p, taken.get(p)!)
     } catch {
+      this.waiting.clear()
       await Promise.all([...taken.keys()].map((p) => this.repo.release(partitionLease(p), this.nodeId).catch(() => {})))
     }
   }

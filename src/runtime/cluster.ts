@@ -27,6 +27,7 @@ import { Worker } from '../worker/loop'
 import { intakePacing, isProcessingKind, PROCESSING_KINDS } from '../worker/processing'
 import { createPgProcessingEngine } from '../worker/processing-pg'
 import { appsInPartitions } from '../db/pg/jobs'
+import { partitionsInHand } from '../db/pg/nodes'
 import { SanitizeAnywhere } from '../worker/sanitize-anywhere'
 import { PartitionLeases, PARTITIONS } from '../nodes/partitions'
 import { VERSION } from '../version'
@@ -98,6 +99,8 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
         invalidate: async (moved) => {
           for (const app of await appsInPartitions(store.storage, processing.indexes?.apps() ?? [], moved)) processing.indexes?.forget(app)
         },
+        // A partition another node let go mid-batch is clustered here only once that batch is written.
+        inHand: (taken) => partitionsInHand(store.storage, taken, config.nodeLeaseMs),
       })
       const processor = new Worker(store.jobs(PROCESSING_KINDS, { partitions: () => partitions.partitions() }), processing.steps, clock, log, {
         ...intakePacing(store.turns),

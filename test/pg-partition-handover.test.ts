@@ -1,0 +1,161 @@
+/**
+ * A partition of Apps changing hands while its old holder still works on it (cluster mode, issue 38.2):
+ * the new holder must not cluster the partition's Apps before the old holder's jobs in hand are written.
+ * Its similarity index is built from the database, without the reports whose `process` job is still queued
+ * (src/db/pg/dedup.ts `loadApp`); an index built while the old holder's batch is in flight lacks that
+ * batch's reports for good, and their duplicates are not attached to them.
+ *
+ * Two "nodes" on one real PostgreSQL, each with its own pool, processing engine and partition leases (as
+ * src/runtime/cluster.ts builds them). The old holder's batch is held inside its write transaction by a
+ * row lock the test takes on its report, a real lock wait, nothing mocked.
+ */
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import type { Pool, PoolClient } from 'pg'
+import { freshStore, type FreshStore } from './dialects'
+import { eventually } from './harness'
+import { openPool } from '../src/db/pg/client-options'
+import { pgStorage, type PgStorage } from '../src/db/pg/storage'
+import { openPgStore } from '../src/db/pg/store'
+import { createPgProcessingEngine } from '../src/worker/processing-pg'
+import { PROCESSING_KINDS } from '../src/worker/processing'
+import { PartitionLeases, PARTITIONS } from '../src/nodes/partitions'
+import { PARTITION_OF_APP } from '../src/db/pg/jobs'
+import { partitionsInHand } from '../src/db/pg/nodes'
+import { systemClock } from '../src/core/clock'
+import { Logger } from '../src/core/logger'
+import { seedOrgApp, sql } from './repos/store-fixtures'
+
+const LEASE_MS = 10_000
+const TEXT = 'The checkout button does nothing when I click it on the payment page.'
+
+beforeAll(() => freshStore('pg'), 120_000)
+const pools: Pool[] = []
+afterAll(async () => {
+  for (const p of pools) await p.end().catch(() => {})
+})
+
+/** One node: its pool, store, processing engine and partition leases, as cluster.ts wires them. */
+function node(s: FreshStore, id: string, live: { n: number }) {
+  const pool = openPool(s.location, 4)
+  pools.push(pool)
+  const storage = pgStorage(pool)
+  const store = openPgStore(storage, systemClock)
+  const processing = createPgProcessingEngine(store, systemClock)
+  const leases = new PartitionLeases(store.nodes, id, new Logger('silent'), {
+    leaseMs: LEASE_MS,
+    liveNodes: () => live.n,
+    invalidate: async (moved) => {
+      const apps = processing.indexes?.apps() ?? []
+      if (apps.length === 0) return
+      const { rows } = await pool.query<{ id: string }>(`SELECT id FROM unnest($1::text[]) AS a(id) WHERE ${PARTITION_OF_APP('id')} = ANY($2::int[])`, [apps, moved])
+      for (const r of rows) processing.indexes?.forget(r.id)
+    },
+    inHand: (taken) => partitionsInHand(storage, taken, LEASE_MS),
+  })
+  const jobs = store.jobs(PROCESSING_KINDS, { partitions: () => leases.partitions() })
+  const owner = `${id}:processing`
+  return {
+    id,
+    store,
+    storage: storage as PgStorage,
+    leases,
+    beat: () => store.nodes.beat({ id, host: 'h', pid: 1, version: 't' }, [], LEASE_MS),
+    /** Claims a batch of `process` jobs of the partitions held, as the processing worker does. */
+    claim: () => jobs.claimBatch('process', 16, Date.now(), 60_000, owner),
+    step: processing.steps.process,
+  }
+}
+
+/** An App id whose partition is in the upper half: the one a node over its share lets go first. */
+async function upperHalfApp(s: FreshStore): Promise<{ app: string; partition: number }> {
+  for (let i = 0; ; i++) {
+    const [row] = await sql<{ p: number }>(s, `SELECT ${PARTITION_OF_APP('?::text')} AS p`, [`app${i}`])
+    if (Number(row.p) >= PARTITIONS / 2) return { app: `app${i}`, partition: Number(row.p) }
+  }
+}
+
+async function submit(n: ReturnType<typeof node>, appId: string, id: string): Promise<void> {
+  await n.storage.pool.query("INSERT INTO feedback (id, org_id, app_id, status, text, submitted_mode, created_at, updated_at) VALUES ($1, 'o1', $2, 'received', $3, 'public', $4, $4)", [id, appId, TEXT, Date.now()])
+  await n.store.lifecycle.enqueue('process', { feedbackId: id, appId })
+}
+
+test('a partition let go mid-batch is not clustered by its new holder before that batch is written', async () => {
+  const s = await freshStore('pg')
+  const { app, partition } = await upperHalfApp(s)
+  await seedOrgApp(s, 'o1', app)
+  const live = { n: 1 }
+  const a = node(s, 'node_a', live)
+  await a.beat()
+  await a.leases.round()
+  expect(a.leases.partitions()).toHaveLength(PARTITIONS)
+
+  // Node a claims r1 and writes its batch; the write waits on a lock the test holds on r1's row.
+  await submit(a, app, 'r1')
+  const batch = await a.claim()
+  expect(batch.map((j) => j.feedback_id)).toEqual(['r1'])
+  const holder: PoolClient = await a.storage.pool.connect()
+  await holder.query('BEGIN')
+  await holder.query("SELECT 1 FROM feedback WHERE id = 'r1' FOR UPDATE")
+  const aBatch = a.step.runBatch!(batch)
+  await eventually(async () => {
+    const [row] = await sql<{ n: number }>(s, "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()")
+    return row.n > 0 ? true : undefined
+  }, 5_000)
+
+  // Node b joins: a lets the upper half go at its next beat, b takes it at its own.
+  live.n = 2
+  const b = node(s, 'node_b', live)
+  await b.beat()
+  await a.leases.round()
+  expect(a.leases.partitions().every((p) => p < PARTITIONS / 2)).toBe(true)
+  await b.leases.round()
+  // b holds the upper half but the partition of r1's App: it waits, leased, for a's batch.
+  expect(b.leases.partitions()).toEqual(Array.from({ length: PARTITIONS / 2 }, (_, i) => i + PARTITIONS / 2).filter((p) => p !== partition))
+  const [lease] = await sql<{ holder: string }>(s, 'SELECT holder FROM leases WHERE name = ?', [`processing:${partition}`])
+  expect(lease.holder).toBe('node_b')
+
+  // A duplicate of r1 arrives. Whatever b may claim now, it clusters.
+  await submit(b, app, 'r2')
+  const early = await b.claim()
+  const bEarly = early.length > 0 ? b.step.runBatch!(early) : Promise.resolve([])
+
+  // a's batch gets its lock and commits; b goes on with its next beats and claims.
+  await holder.query('COMMIT')
+  holder.release()
+  expect(await aBatch).toEqual([undefined])
+  await bEarly
+  await b.beat()
+  await b.leases.round()
+  expect(b.leases.partitions()).toContain(partition)
+  const later = await b.claim()
+  if (later.length > 0) await b.step.runBatch!(later)
+
+  const rows = await sql<{ id: string; duplicate_of_id: string | null }>(s, 'SELECT id, duplicate_of_id FROM feedback ORDER BY id')
+  // As one node alone clusters them: r2 joins r1.
+  expect(rows).toEqual([
+    { id: 'r1', duplicate_of_id: null },
+    { id: 'r2', duplicate_of_id: 'r1' },
+  ])
+  await a.leases.stop()
+  await b.leases.stop()
+}, 60_000)
+
+test("a dead node's jobs in hand do not hold a partition up: the sweep frees them, and it writes nothing more", async () => {
+  const s = await freshStore('pg')
+  const { app, partition } = await upperHalfApp(s)
+  await seedOrgApp(s, 'o1', app)
+  const live = { n: 1 }
+  const a = node(s, 'node_a', live)
+  await a.beat()
+  await a.leases.round()
+  await submit(a, app, 'r1')
+  expect(await a.claim()).toHaveLength(1)
+  // a goes silent with r1's job in hand (its beat older than its lease, its partition leases run out).
+  await sql(s, "UPDATE cluster_nodes SET heartbeat_at = heartbeat_at - 60000 WHERE id = 'node_a'")
+  await sql(s, "UPDATE leases SET expires_at = 0 WHERE holder = 'node_a'")
+  const b = node(s, 'node_b', live)
+  await b.beat()
+  await b.leases.round()
+  expect(b.leases.partitions()).toContain(partition)
+  await b.leases.stop()
+}, 60_000)
