@@ -159,3 +159,26 @@ test("a dead node's jobs in hand do not hold a partition up: the sweep frees the
   expect(b.leases.partitions()).toContain(partition)
   await b.leases.stop()
 }, 60_000)
+
+test('a partition waiting for another node\'s jobs in hand is let go at a stop, not left to run out', async () => {
+  const s = await freshStore('pg')
+  const { app, partition } = await upperHalfApp(s)
+  await seedOrgApp(s, 'o1', app)
+  const live = { n: 1 }
+  const a = node(s, 'node_a', live)
+  await a.beat()
+  await a.leases.round()
+  await submit(a, app, 'r1')
+  expect(await a.claim()).toHaveLength(1)
+  live.n = 2
+  const b = node(s, 'node_b', live)
+  await b.beat()
+  await a.leases.round()
+  await b.leases.round()
+  expect(b.leases.partitions()).not.toContain(partition)
+  const held = async () => (await sql<{ holder: string; expires_at: string }>(s, 'SELECT holder, expires_at FROM leases WHERE name = ?', [`processing:${partition}`]))[0]
+  expect((await held()).holder).toBe('node_b')
+  await b.leases.stop()
+  expect(Number((await held()).expires_at)).toBe(0)
+  await a.leases.stop()
+}, 60_000)
