@@ -43,6 +43,36 @@ describe('errors are messages, not stack traces', () => {
     noTrace(r.stderr)
   })
 
+  test.each([
+    [['app', 'create', '--org', 'ORG', '--name', 'Shop', '--batch-window-hours', '-1'], '--batch-window-hours must be an integer from 1 to 720, got "-1"'],
+    [['app', 'create', '--org', 'ORG', '--name', 'Shop', '--retention-days', '-3'], '--retention-days must be an integer from 0 (keep forever) to 3650, got "-3"'],
+    [['serve', '--port', '-1'], '--port: port must be an integer 0-65535, got "-1"'],
+  ])('a negative number is read as the flag\'s value and refused by its range: fixloop %p', async (args, message) => {
+    const r = await runBinary([...args.map((a) => (a === 'ORG' ? orgId : a)), '--data-dir', dir])
+    expect([r.code, r.stdout]).toEqual([2, ''])
+    expect(r.stderr).toContain(`fixloop: ${message}`)
+    expect(r.stderr).not.toContain('ambiguous')
+    noTrace(r.stderr)
+  })
+
+  test.each([
+    [['serve', '--port', '--data-dir', '/nonexistent/x'], 'fixloop: --port needs a value (the next argument, "--data-dir", is a flag)'],
+    [['org', 'create', '--name', '--json', '--data-dir', '/nonexistent/x'], 'fixloop: --name needs a value (the next argument, "--json", is a flag)'],
+    [['org', 'list', '--data-dir'], 'fixloop: --data-dir needs a value'],
+  ])('a flag missing its value says so, not node\'s parser wording: fixloop %p', async (args, message) => {
+    const r = await runBinary(args)
+    expect([r.code, r.stdout]).toEqual([2, ''])
+    expect(r.stderr).toContain(message)
+    expect(r.stderr).not.toMatch(/ambiguous|argument missing|-XYZ/)
+    noTrace(r.stderr)
+  })
+
+  test('a value starting with a dash that is not a number still goes as --flag=VALUE', async () => {
+    const r = await runBinary(['org', 'create', '--name=-Dash-', '--json', '--data-dir', dir])
+    expect(r.code).toBe(0)
+    expect(JSON.parse(r.stdout).name).toBe('-Dash-')
+  })
+
   test('a value the service refuses reads as what is wrong with it, not as "the request body" of an API', async () => {
     const pw = join(dir, 'short-password')
     await Bun.write(pw, 'short\n')

@@ -18,22 +18,59 @@ export const COMMON_FLAGS = {
 } as const satisfies FlagSpec
 
 export function parseFlags<T extends FlagSpec>(argv: string[], options: T) {
+  const all = { ...COMMON_FLAGS, ...options }
+  const args = joinNegativeValues(argv, all)
   let parsed
   try {
-    parsed = parseArgs({ args: argv, options: { ...COMMON_FLAGS, ...options }, allowPositionals: true, strict: true, tokens: true })
+    parsed = parseArgs({ args, options: all, allowPositionals: true, strict: true, tokens: true })
   } catch (e) {
     const message = (e as Error).message.replace(/^TypeError \[\w+\]: /, '')
     // "Unknown option '--nmae'. To specify a positional…": keep the first sentence and suggest a known flag.
     const unknown = /^Unknown option '(-{1,2})([^']+)'/.exec(message)
     if (unknown) {
-      const known = Object.keys({ ...COMMON_FLAGS, ...options })
+      const known = Object.keys(all)
       throw new UsageError(`unknown flag ${unknown[1]}${unknown[2]}.${didYouMean(unknown[2], known, '--')} Run with --help for the flags.`)
     }
-    throw new UsageError(message)
+    throw new UsageError(missingValueMessage(message, args) ?? message)
   }
   refuseRepeatedValues(parsed.tokens, { ...COMMON_FLAGS, ...options })
   const { tokens: _tokens, ...result } = parsed
   return result
+}
+
+/**
+ * `--batch-window-hours -1`: node's parser takes a value that starts with a dash for the next flag and
+ * answers "argument is ambiguous … use '--batch-window-hours=-XYZ'", which hides that the number itself is
+ * out of range. A negative number after a flag that takes a value is that flag's value (no flag is named
+ * like a number), so the command's own range check answers ("must be an integer from 1 to 720, got -1").
+ */
+function joinNegativeValues(argv: string[], options: FlagSpec): string[] {
+  const out: string[] = []
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]
+    if (a === '--') return [...out, ...argv.slice(i)]
+    const spec = a.startsWith('--') && !a.includes('=') ? options[a.slice(2)] : undefined
+    if (spec?.type === 'string' && /^-\d/.test(argv[i + 1] ?? '')) {
+      out.push(`${a}=${argv[++i]}`)
+      continue
+    }
+    out.push(a)
+  }
+  return out
+}
+
+/**
+ * Node's wording for a flag without its value ("Option '--port' argument is ambiguous. Did you forget…",
+ * "Option '--data-dir <value>' argument missing") as one plain sentence naming the flag and, when the
+ * next argument was taken for a flag, that argument. undefined for any other message.
+ */
+function missingValueMessage(message: string, args: string[]): string | undefined {
+  const missing = /^Option '(--[\w-]+)(?: <value>)?' argument missing/.exec(message)
+  if (missing) return `${missing[1]} needs a value`
+  const ambiguous = /^Option '(--[\w-]+)' argument is ambiguous/.exec(message)
+  if (!ambiguous) return undefined
+  const next = args[args.indexOf(ambiguous[1]) + 1]
+  return `${ambiguous[1]} needs a value (the next argument, "${next}", is a flag); a value that starts with a dash goes as ${ambiguous[1]}=VALUE`
 }
 
 /**
