@@ -209,6 +209,23 @@ function parseHttpUrl(text: string, source: string): string {
   return text.replace(/\/+$/, '')
 }
 
+/**
+ * FIXLOOP_PUBLIC_URL, without trailing slashes; unset or empty: undefined. Every link fixloop hands out is
+ * this base plus a path (upload and download URLs, the setup link, mail and pull request links), so a
+ * value without a scheme ("fixloop.example.com") or with a query was taken and gave links no client can
+ * follow ("fixloop.example.com/admin/setup#token=…", upload URLs without a host): refused at start.
+ */
+function publicUrlSetting(value: string | undefined): string | undefined {
+  const base = value?.replace(/\/+$/, '')
+  if (!base) return undefined
+  parseHttpUrl(base, 'FIXLOOP_PUBLIC_URL')
+  const url = new URL(base)
+  if (url.search || url.hash || base.includes('?') || base.includes('#')) {
+    throw new ConfigError(`FIXLOOP_PUBLIC_URL: a base URL has no query or fragment (paths are appended to it), got "${value}"`)
+  }
+  return base
+}
+
 /** A URL of one of `schemes`, or a ConfigError naming the variable (never echoing a password). */
 export function parseServiceUrl(value: string | undefined, name: string, schemes: string[]): string | undefined {
   if (!value) return undefined
@@ -366,7 +383,7 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
       if (realWorkDir === abs || realWorkDir.startsWith(abs + sep)) throw new ConfigError(`FIXLOOP_WORK_DIR (${workDir}) is inside ${shown}, which every agent sandbox shows: use a folder outside it`)
     }
   }
-  const publicUrl = env.FIXLOOP_PUBLIC_URL?.replace(/\/+$/, '') || undefined
+  const publicUrl = publicUrlSetting(env.FIXLOOP_PUBLIC_URL)
   const sso = ssoFromEnv(env, publicUrl)
   const passwordSignIn = env.FIXLOOP_PASSWORD_SIGNIN ? parseBool(env.FIXLOOP_PASSWORD_SIGNIN, 'FIXLOOP_PASSWORD_SIGNIN') : true
   if (!passwordSignIn && !sso) throw new ConfigError('FIXLOOP_PASSWORD_SIGNIN=off needs single sign-on configured (FIXLOOP_OIDC_ISSUER, FIXLOOP_OIDC_CLIENT_ID, FIXLOOP_OIDC_CLIENT_SECRET_FILE, FIXLOOP_PUBLIC_URL): otherwise nobody could sign in')

@@ -214,6 +214,10 @@ test.each([
   ['FIXLOOP_AGENT_CONCURRENCY', '0.5', 'whole number'],
   ['FIXLOOP_PG_STATEMENT_TIMEOUT_SECONDS', '2.5', 'whole number from 0 (off) to 86400'],
   ['FIXLOOP_PG_STATEMENT_TIMEOUT_SECONDS', '-1', 'whole number from 0 (off) to 86400'],
+  // A base URL without a scheme became "example.com/admin/setup#token=…" and relative upload URLs.
+  ['FIXLOOP_PUBLIC_URL', 'fixloop.example.com', 'absolute http(s) URL'],
+  ['FIXLOOP_PUBLIC_URL', 'ftp://fixloop.example.com', 'http(s) URL'],
+  ['FIXLOOP_PUBLIC_URL', 'https://fixloop.example.com/?x=1', 'no query or fragment'],
 ])('%s=%s is refused with exit 2 and a clear sentence, not clamped', async (name, value, says) => {
   ensureBinary()
   const r = await runBinary(['org', 'list', '--data-dir', tempDir()], { [name]: value })
