@@ -309,6 +309,25 @@ function ssoFromEnv(env: Env, publicUrl: string | undefined): SsoConfig | undefi
 }
 
 /**
+ * FIXLOOP_AGENT_ENV's names. A name that is not one ("HTTPS_PROXY HTTP_PROXY", separated by a space; a
+ * dash) was dropped without a word and the agent ran without the variable; a FIXLOOP_* name is never
+ * passed (agent/runner.ts keeps fixloop's own settings from agents whatever is listed). Both are refused
+ * at start, naming the name, rather than ignored.
+ */
+function agentEnvNames(value: string | undefined): string[] {
+  const names = (value ?? '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean)
+  for (const name of names) {
+    if (/\s/.test(name)) throw new ConfigError(`FIXLOOP_AGENT_ENV: a comma-separated list of variable names, got "${name}" (names separated by spaces?)`)
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new ConfigError(`FIXLOOP_AGENT_ENV: "${name}" is not a variable name (letters, digits and _), got "${value}"`)
+    if (name.startsWith('FIXLOOP_')) throw new ConfigError(`FIXLOOP_AGENT_ENV: ${name} is fixloop's own setting, never passed to agents: remove it from the list, got "${value}"`)
+  }
+  return names
+}
+
+/**
  * The data dir as given. An empty one (`--data-dir "$DIR"` with DIR unset, `FIXLOOP_DATA_DIR=` in an env
  * file) is refused: resolved, it was the current directory, which then became an instance, made owner-only
  * (chmod 0700: run as root from `/`, the root of the file system) with the database and master.key dropped
@@ -409,10 +428,7 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     gitHostAllowPrivate: env.FIXLOOP_GIT_HOST_ALLOW_PRIVATE ? parseBool(env.FIXLOOP_GIT_HOST_ALLOW_PRIVATE, 'FIXLOOP_GIT_HOST_ALLOW_PRIVATE') : true,
     prPollMinutes: env.FIXLOOP_PR_POLL_MINUTES ? parseMinutesOrOff(env.FIXLOOP_PR_POLL_MINUTES, 'FIXLOOP_PR_POLL_MINUTES', 24 * 60) : 10,
     reviewIterationsMax: env.FIXLOOP_REVIEW_ITERATIONS_MAX ? parseMinutesOrOff(env.FIXLOOP_REVIEW_ITERATIONS_MAX, 'FIXLOOP_REVIEW_ITERATIONS_MAX', 100) : 3,
-    agentPassEnv: (env.FIXLOOP_AGENT_ENV ?? '')
-      .split(',')
-      .map((n) => n.trim())
-      .filter((n) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(n)),
+    agentPassEnv: agentEnvNames(env.FIXLOOP_AGENT_ENV),
     agentSandbox,
     agentNetwork: env.FIXLOOP_AGENT_NETWORK ? parseBool(env.FIXLOOP_AGENT_NETWORK, 'FIXLOOP_AGENT_NETWORK') : true,
     agentSandboxPaths,

@@ -218,6 +218,10 @@ test.each([
   ['FIXLOOP_PUBLIC_URL', 'fixloop.example.com', 'absolute http(s) URL'],
   ['FIXLOOP_PUBLIC_URL', 'ftp://fixloop.example.com', 'http(s) URL'],
   ['FIXLOOP_PUBLIC_URL', 'https://fixloop.example.com/?x=1', 'no query or fragment'],
+  // Names separated by spaces, or not names at all, were dropped without a word: the agent lacked them.
+  ['FIXLOOP_AGENT_ENV', 'HTTPS_PROXY HTTP_PROXY', 'comma-separated'],
+  ['FIXLOOP_AGENT_ENV', 'HTTPS_PROXY,MY-TOKEN', 'not a variable name'],
+  ['FIXLOOP_AGENT_ENV', 'HTTPS_PROXY,FIXLOOP_MASTER_KEY', 'never passed to agents'],
 ])('%s=%s is refused with exit 2 and a clear sentence, not clamped', async (name, value, says) => {
   ensureBinary()
   const r = await runBinary(['org', 'list', '--data-dir', tempDir()], { [name]: value })
