@@ -13,7 +13,8 @@ RUN bun run build
 
 FROM debian:12.12-slim
 # git: agent runs clone and push with it; ca-certificates: HTTPS git hosts and S3; bubblewrap: the agent
-# sandbox (serve refuses to start without a working one). Docker's default seccomp profile blocks the user
+# sandbox (without a working one serve warns and starts, but refuses to start once an App has a repository
+# connected, and agent runs fail with the reason). Docker's default seccomp profile blocks the user
 # namespaces bubblewrap needs: run with --security-opt seccomp=unconfined (or a profile allowing unshare
 # and clone with namespace flags), or set FIXLOOP_AGENT_SANDBOX=off if this instance runs no agents.
 #
