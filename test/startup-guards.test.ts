@@ -292,3 +292,22 @@ test('a FIXLOOP_WORK_DIR others may read, or that is a file: serve exits 2 namin
   expect(notDir.stderr).not.toMatch(/\n\s+at /)
   expect(notDir.code).toBe(2)
 }, 30_000)
+
+test('FIXLOOP_ADMIN_EMAIL / FIXLOOP_ADMIN_PASSWORD_FILE that the admin rules refuse: serve names the variable, not only the rule', async () => {
+  ensureBinary()
+  const root = tempDir()
+  const short = join(root, 'short')
+  const good = join(root, 'good')
+  writeFileSync(short, 'short\n')
+  writeFileSync(good, 'a long enough password\n')
+  const cases: [Record<string, string>, string, string][] = [
+    [{ FIXLOOP_ADMIN_EMAIL: 'ops@shop.example', FIXLOOP_ADMIN_PASSWORD_FILE: short }, `FIXLOOP_ADMIN_PASSWORD_FILE (${short})`, 'the password must be 10 to 1024 characters'],
+    [{ FIXLOOP_ADMIN_EMAIL: 'ops-at-shop', FIXLOOP_ADMIN_PASSWORD_FILE: good }, 'FIXLOOP_ADMIN_EMAIL ("ops-at-shop")', 'the email is not an email address'],
+  ]
+  for (const [env, names, rule] of cases) {
+    const r = await serveExpectingExit(join(root, 'data'), [], env)
+    expect(r.code).toBe(2)
+    expect(r.stderr).toContain(`fixloop: ${names}: ${rule}`)
+    expect(r.stderr).not.toMatch(/\n\s+at /)
+  }
+}, 60_000)

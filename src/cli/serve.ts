@@ -1,5 +1,6 @@
 /** `fixloop serve`: parse flags, start, and stop cleanly on SIGTERM/SIGINT. */
 import { Logger } from '../core/logger'
+import { ApiError } from '../core/errors'
 import { ConfigError, loadConfig, type Config } from '../config'
 import { domainServices } from '../runtime/domain'
 import { existsSync, rmSync } from 'node:fs'
@@ -38,6 +39,21 @@ export async function runServe(argv: string[]): Promise<void> {
   }
 }
 
+/**
+ * The admin rules' refusal of FIXLOOP_ADMIN_EMAIL or the first line of FIXLOOP_ADMIN_PASSWORD_FILE, as a
+ * setting's error naming the variable (and the file): the rule alone ("the password must be 10 to 1024
+ * characters") left the operator of a service to guess which password, since serve takes none on its
+ * command line. Any other error is returned as it is.
+ */
+function adminEnvRefusal(e: unknown, config: Readonly<Config>): unknown {
+  if (!(e instanceof ApiError) || e.code !== 'invalid_body') return e
+  const issues = (e.details as { issues?: { path?: string; message: string }[] } | undefined)?.issues ?? []
+  const named = issues.map((i) =>
+    i.path === '/password' ? `FIXLOOP_ADMIN_PASSWORD_FILE (${config.adminPasswordFile}): ${i.message} (its first line is the password)` : `FIXLOOP_ADMIN_EMAIL ("${config.adminEmail}"): ${i.message}`,
+  )
+  return named.length > 0 ? new ConfigError(named.join('; ')) : e
+}
+
 async function start(config: Readonly<Config>, demo: boolean): Promise<void> {
   // Refuse to start on a blob store that cannot work (missing bucket, wrong credentials), with a clear error.
   if (config.s3) await createBlobStore({ config, urlSigningKey: new Uint8Array(32) }).check()
@@ -54,6 +70,8 @@ async function start(config: Readonly<Config>, demo: boolean): Promise<void> {
     const created = await adminFromEnv(bootServices.admins, bootServices.audit, {
       email: config.adminEmail,
       passwordFile: config.adminPasswordFile,
+    }).catch((e: unknown) => {
+      throw adminEnvRefusal(e, config)
     })
     if (created) process.stdout.write(`fixloop: created admin ${created.email} from FIXLOOP_ADMIN_EMAIL\n`)
   } finally {
