@@ -73,6 +73,17 @@ describe('errors are messages, not stack traces', () => {
     expect(JSON.parse(r.stdout).name).toBe('-Dash-')
   })
 
+  test('admin create / reset-password without --password-file say what the file holds (and, for create, --no-password)', async () => {
+    const create = await runBinary(['admin', 'create', '--email', 'ops@shop.example', '--data-dir', dir])
+    expect([create.code, create.stdout]).toEqual([2, ''])
+    expect(create.stderr).toContain('fixloop: missing --password-file PATH: a file whose first line is the password')
+    expect(create.stderr).toContain('or --no-password for an admin who signs in with SSO only')
+    const reset = await runBinary(['admin', 'reset-password', '--email', 'ops@shop.example', '--data-dir', dir])
+    expect([reset.code, reset.stdout]).toEqual([2, ''])
+    expect(reset.stderr).toContain('a file whose first line is the new password')
+    expect(reset.stderr).not.toContain('--no-password')
+  })
+
   test('a value the service refuses reads as what is wrong with it, not as "the request body" of an API', async () => {
     const pw = join(dir, 'short-password')
     await Bun.write(pw, 'short\n')

@@ -26,8 +26,16 @@ export const ADMIN_HELP = `Usage:
 The password is the first line of the file (at least 10 characters); it never goes on the command line.
 Flags: --data-dir DIR (or FIXLOOP_DATA_DIR, default ./data)`
 
-function readPassword(path: string | undefined): string {
-  if (!path) throw new UsageError('missing --password-file')
+/**
+ * The password from --password-file. Without the flag the message says what the file holds and, for
+ * `create`, the other way (--no-password): "missing --password-file" alone left a newcomer looking for a
+ * --password flag, which does not exist on purpose.
+ */
+function readPassword(path: string | undefined, sub: 'create' | 'reset-password'): string {
+  if (!path) {
+    const file = `missing --password-file PATH: a file whose first line is the ${sub === 'create' ? '' : 'new '}password (it never goes on the command line)`
+    throw new UsageError(sub === 'create' ? `${file}, or --no-password for an admin who signs in with SSO only` : file)
+  }
   try {
     return readPasswordFile(path)
   } catch (e) {
@@ -58,7 +66,7 @@ export async function runAdminCommand(argv: string[]): Promise<void> {
   if (values['no-password'] && (sub !== 'create' || values['password-file'])) {
     throw new UsageError(sub === 'create' ? '--no-password and --password-file: give one, not both' : '"fixloop admin reset-password" needs --password-file')
   }
-  const password = values['no-password'] ? null : readPassword(values['password-file'])
+  const password = values['no-password'] ? null : readPassword(values['password-file'], sub)
   const ctx = await openContext(loadConfig({ dataDir: values['data-dir'] }))
   try {
     const { admins, audit } = domainServices(ctx)
