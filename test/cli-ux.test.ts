@@ -175,6 +175,26 @@ describe('webhook deliveries for people', () => {
   }, 60_000)
 })
 
+describe('admin list for people', () => {
+  test('without --json: an aligned table with a header, as every other list (README "The CLI")', async () => {
+    const pw = join(dir, 'admin-list-password')
+    await Bun.write(pw, 'a long enough password\n')
+    for (const email of ['a@x.example', 'someone.with.a.long.name@shop.example']) {
+      expect((await runBinary(['admin', 'create', '--email', email, '--password-file', pw, '--data-dir', dir])).code).toBe(0)
+    }
+    const r = await runBinary(['admin', 'list', '--data-dir', dir])
+    expect(r.code).toBe(0)
+    const lines = r.stdout.trimEnd().split('\n')
+    expect(lines[0]).toMatch(/^EMAIL +ID +ACCESS +SIGN-IN$/)
+    const rows = lines.slice(1).filter((l) => l.includes('x.example') || l.includes('shop.example'))
+    expect(rows.length).toBe(2)
+    // The id column starts at the same place on every row (and under its header).
+    const at = lines[0].indexOf('ID')
+    for (const row of rows) expect(row.slice(at)).toMatch(/^[0-9a-f]{24} /)
+    expect(rows.find((l) => l.startsWith('a@x.example'))).toContain('instance owner')
+  })
+})
+
 describe('FIXLOOP_WEBHOOK_ALLOW_PRIVATE on the CLI', () => {
   test('a refusal says how to allow a private target', async () => {
     const r = await runBinary(['webhook', 'create', '--org', orgId, '--url', 'http://127.0.0.1:9/x', '--data-dir', dir])

@@ -3,7 +3,7 @@ import { loadConfig } from '../config'
 import { domainServices } from '../runtime/domain'
 import { closeContext, openContext } from '../runtime/open'
 import { readPasswordFile } from '../modules/admins/bootstrap'
-import { output, parseFlags, UsageError } from './args'
+import { formatTable, output, parseFlags, UsageError } from './args'
 
 export const ADMIN_HELP = `Usage:
   fixloop admin create --email EMAIL --password-file PATH|--no-password [--org ORG_ID ...] [--role owner|member] [--json]
@@ -122,7 +122,8 @@ async function runListOrRemove(sub: 'list' | 'remove', values: ReturnType<typeof
     if (values.json) return output({ data: list }, true)
     const scope = (a: (typeof list)[number]) => (a.owner ? 'instance owner' : a.orgs.map((m) => `${m.orgId} (${m.role})`).join(', ') || 'no Org')
     const sign = (a: (typeof list)[number]) => [a.password ? 'password' : 'SSO only', a.totp ? 'TOTP' : ''].filter(Boolean).join(' + ')
-    process.stdout.write(list.length === 0 ? 'no admins yet\n' : list.map((a) => `${a.email}  ${a.id}  ${scope(a)}  ${sign(a)}`).join('\n') + '\n')
+    // A table as every list prints (args.ts), with an admin's Orgs and roles uncut.
+    process.stdout.write(list.length === 0 ? 'no admins yet\n' : formatTable(list.map((a) => ({ email: a.email, id: a.id, access: scope(a), 'sign-in': sign(a) })), ['access']))
   } finally {
     await closeContext(ctx)
   }

@@ -133,11 +133,14 @@ function cell(v: unknown): string {
   return text.length > 40 ? clip(text, 39) + '…' : text
 }
 
-/** A list as an aligned text table: one header row, one row per item, the columns of the first item. */
-export function formatTable(rows: Record<string, unknown>[]): string {
+/**
+ * A list as an aligned text table: one header row, one row per item, the columns of the first item.
+ * `whole` names columns shown uncut (an admin's Orgs and roles).
+ */
+export function formatTable(rows: Record<string, unknown>[], whole: string[] = []): string {
   if (rows.length === 0) return '(none)\n'
   const columns = Object.keys(rows[0])
-  const cells = rows.map((r) => columns.map((c) => cell(r[c])))
+  const cells = rows.map((r) => columns.map((c) => (whole.includes(c) ? String(r[c] ?? '-') : cell(r[c]))))
   const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((r) => r[i].length)))
   const line = (values: string[]) => values.map((v, i) => v.padEnd(widths[i])).join('  ').trimEnd()
   return [line(columns.map((c) => c.toUpperCase())), ...cells.map(line)].join('\n') + '\n'
