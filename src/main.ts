@@ -125,6 +125,11 @@ async function main(argv: string[]): Promise<void> {
     case 'help':
       // `fixloop help serve` is `fixloop serve --help`.
       if (rest[0] !== undefined && rest[0] !== 'help' && COMMANDS.includes(rest[0])) return main([rest[0], '--help'])
+      // `fixloop help orgs`: a command that does not exist is said so (with the closest), not answered
+      // with the whole help and exit 0 as if it were found. Flags (`help --data-dir D`) still get the help.
+      if (rest[0] !== undefined && !rest[0].startsWith('-') && rest[0] !== 'help') {
+        throw new UsageError(`unknown command "${rest[0]}".${didYouMean(rest[0], COMMANDS)} Run "fixloop --help".`)
+      }
       process.stdout.write(HELP)
       return
     case undefined:

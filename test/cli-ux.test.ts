@@ -84,6 +84,24 @@ describe('errors are messages, not stack traces', () => {
     expect(reset.stderr).not.toContain('--no-password')
   })
 
+  test('a name given where --name goes says so: fixloop org create Acme, key create --org ID backend', async () => {
+    const org = await runBinary(['org', 'create', 'Acme', '--data-dir', dir])
+    expect([org.code, org.stdout]).toEqual([2, ''])
+    expect(org.stderr).toContain('unexpected argument "Acme" for "fixloop org create" (a name goes as --name "Acme")')
+    const key = await runBinary(['key', 'create', '--org', orgId, 'backend', '--data-dir', dir])
+    expect(key.code).toBe(2)
+    expect(key.stderr).toContain('(a name goes as --name "backend")')
+    // With --name given, an extra argument is only unexpected.
+    const both = await runBinary(['org', 'create', '--name', 'Acme', 'Extra', '--data-dir', dir])
+    expect(both.stderr).toContain('unexpected argument "Extra" for "fixloop org create"\n')
+  })
+
+  test('fixloop help NAME of no command says so (exit 2, the closest command), not the whole help with exit 0', async () => {
+    const r = await runBinary(['help', 'orgs'])
+    expect([r.code, r.stdout]).toEqual([2, ''])
+    expect(r.stderr).toContain('unknown command "orgs". Did you mean "org"?')
+  })
+
   test('a value the service refuses reads as what is wrong with it, not as "the request body" of an API', async () => {
     const pw = join(dir, 'short-password')
     await Bun.write(pw, 'short\n')

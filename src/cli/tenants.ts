@@ -272,7 +272,11 @@ function checkUsage(cmd: string, values: Record<string, unknown>, positionals: s
     }
   }
   const extra = positionals.slice(spec.takesId ? 2 : 1)
-  if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}" for "fixloop ${cmd}"`)
+  if (extra.length > 0) {
+    // `fixloop org create Acme`: the name a newcomer typed where --name goes.
+    const asName = spec.flags.includes('name') && values.name === undefined ? ` (a name goes as --name "${extra[0]}")` : ''
+    throw new UsageError(`unexpected argument "${extra[0]}" for "fixloop ${cmd}"${asName}`)
+  }
 }
 
 /** Where the value a missing flag wants comes from, when another command lists it. */
