@@ -205,7 +205,7 @@ function parseHttpUrl(text: string, source: string): string {
   } catch {
     throw new ConfigError(`${source}: must be an absolute http(s) URL, got "${text}"`)
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${source}: must be an http(s) URL, got "${text}"`)
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${source}: must be an absolute http(s) URL (http://… or https://…), got "${text}"`)
   return text.replace(/\/+$/, '')
 }
 
@@ -265,6 +265,9 @@ function s3FromEnv(env: Env): S3Config | undefined {
       'S3 storage needs all of FIXLOOP_S3_ENDPOINT, FIXLOOP_S3_BUCKET, FIXLOOP_S3_ACCESS_KEY and FIXLOOP_S3_SECRET_KEY',
     )
   }
+  // "127.0.0.1:9000" (host:port, as MinIO's own examples write it) stopped serve with a TypeError and its
+  // stack; "minio:9000" parses as a URL of scheme "minio:" and was dialled as plain http without a word.
+  parseHttpUrl(endpoint, 'FIXLOOP_S3_ENDPOINT')
   return { endpoint, bucket, accessKey, secretKey, region: env.FIXLOOP_S3_REGION || 'us-east-1' }
 }
 

@@ -231,6 +231,21 @@ test.each([
   expect(r.stderr).toContain(value)
 })
 
+test.each([['127.0.0.1:9000'], ['minio:9000'], ['ftp://minio.internal:9000']])(
+  'FIXLOOP_S3_ENDPOINT=%s (no http(s) scheme) is refused with exit 2 naming it, not a stack trace (serve) or a connection to nothing',
+  async (endpoint) => {
+    ensureBinary()
+    const s3 = { FIXLOOP_S3_ENDPOINT: endpoint, FIXLOOP_S3_BUCKET: 'fixloop', FIXLOOP_S3_ACCESS_KEY: 'minio', FIXLOOP_S3_SECRET_KEY: 'minio-secret' }
+    const root = tempDir()
+    const serve = await serveExpectingExit(join(root, 'data'), [], s3)
+    expect(serve.code).toBe(2)
+    expect(serve.stderr).toContain(`FIXLOOP_S3_ENDPOINT: must be an`)
+    expect(serve.stderr).toContain(endpoint)
+    expect(serve.stderr).not.toMatch(/\n\s+at |TypeError/)
+    expect(readdirSync(root)).toEqual([])
+  },
+)
+
 test("an operator's mistake at start exits 2 with what to fix, no stack trace, and leaves nothing behind", async () => {
   ensureBinary()
   const { writeFileSync } = await import('node:fs')
