@@ -246,6 +246,17 @@ test.each([['127.0.0.1:9000'], ['minio:9000'], ['ftp://minio.internal:9000']])(
   },
 )
 
+test('a FIXLOOP_S3_BUCKET that is no bucket name is named as such, not as a bucket that cannot be reached', async () => {
+  ensureBinary()
+  const root = tempDir()
+  const s3 = { FIXLOOP_S3_ENDPOINT: 'http://127.0.0.1:1', FIXLOOP_S3_BUCKET: 'My_Bucket', FIXLOOP_S3_ACCESS_KEY: 'minio', FIXLOOP_S3_SECRET_KEY: 'minio-secret' }
+  const serve = await serveExpectingExit(join(root, 'data'), [], s3)
+  expect(serve.code).toBe(2)
+  expect(serve.stderr).toContain('FIXLOOP_S3_BUCKET: "My_Bucket" is not a bucket name (3 to 63 lowercase letters, digits, dots and hyphens')
+  expect(serve.stderr).not.toContain('cannot reach')
+  expect(readdirSync(root)).toEqual([])
+})
+
 test("an operator's mistake at start exits 2 with what to fix, no stack trace, and leaves nothing behind", async () => {
   ensureBinary()
   const { writeFileSync } = await import('node:fs')

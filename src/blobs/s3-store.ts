@@ -109,10 +109,16 @@ export class S3BlobStore implements BlobStore {
 
   async check(): Promise<void> {
     let exists: boolean
+    const { client, minio } = await this.connect()
     try {
-      exists = await (await this.client()).bucketExists(this.cfg.bucket)
+      exists = await client.bucketExists(this.cfg.bucket)
     } catch (e) {
       const err = e as { code?: string; message?: string }
+      // The client refuses a name S3 does not allow before any request ("My_Bucket", "b"): that is the
+      // bucket setting's fault, not a bucket that cannot be reached (the credentials are not the cause).
+      if (e instanceof minio.InvalidBucketNameError) {
+        throw new StartupError(`FIXLOOP_S3_BUCKET: "${this.cfg.bucket}" is not a bucket name (3 to 63 lowercase letters, digits, dots and hyphens, starting and ending with a letter or digit)`)
+      }
       // A StartupError: `serve` exits 2 with this sentence, not 1 with a stack.
       throw new StartupError(
         `S3 storage: cannot reach bucket "${this.cfg.bucket}" at ${this.cfg.endpoint}: ${err.code ?? ''} ${err.message ?? String(e)}`.trim() +
