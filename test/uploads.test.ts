@@ -382,6 +382,8 @@ describe('S3 store (s3rver on loopback)', () => {
     const missing = await runBinary(['serve', '--port', '0', '--data-dir', dataDir], { ...base, FIXLOOP_S3_BUCKET: 'nope' })
     expect(missing.code).not.toBe(0)
     expect(missing.stderr).toContain('bucket "nope" does not exist')
+    // It says how to create it, not "see README" (which does not).
+    expect(missing.stderr).toContain('s3 mb s3://nope')
     const wrong = await runBinary(['serve', '--port', '0', '--data-dir', dataDir], { ...base, FIXLOOP_S3_BUCKET: 'feedback', FIXLOOP_S3_ACCESS_KEY: 'WRONG' })
     expect(wrong.code).not.toBe(0)
     expect(wrong.stderr).toContain('cannot reach bucket "feedback"')

@@ -125,7 +125,7 @@ export class S3BlobStore implements BlobStore {
           ' (check FIXLOOP_S3_ENDPOINT, FIXLOOP_S3_ACCESS_KEY and FIXLOOP_S3_SECRET_KEY)',
       )
     }
-    if (!exists) throw new StartupError(`S3 storage: bucket "${this.cfg.bucket}" does not exist at ${this.cfg.endpoint}; create it first (see README)`)
+    if (!exists) throw new StartupError(`S3 storage: bucket "${this.cfg.bucket}" does not exist at ${this.cfg.endpoint}; create it first (mcli mb ALIAS/${this.cfg.bucket}, or aws --endpoint-url ${this.cfg.endpoint} s3 mb s3://${this.cfg.bucket}; docs/uploads.md)`)
   }
 
   /**
