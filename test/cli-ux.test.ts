@@ -102,6 +102,13 @@ describe('errors are messages, not stack traces', () => {
     expect(r.stderr).toContain('unknown command "orgs". Did you mean "org"?')
   })
 
+  test('webhook create --events with a type that does not exist lists the types that do', async () => {
+    const r = await runBinary(['webhook', 'create', '--org', orgId, '--url', 'https://hooks.example.com/x', '--events', 'feedback.recieved', '--data-dir', dir])
+    expect([r.code, r.stdout]).toEqual([2, ''])
+    expect(r.stderr).toContain('unknown event type(s): feedback.recieved; the types are feedback.received, feedback.status_changed,')
+    noTrace(r.stderr)
+  })
+
   test('a value the service refuses reads as what is wrong with it, not as "the request body" of an API', async () => {
     const pw = join(dir, 'short-password')
     await Bun.write(pw, 'short\n')

@@ -49,6 +49,14 @@ export function isEventType(value: unknown): value is EventType {
   return typeof value === 'string' && (EVENT_TYPES as readonly string[]).includes(value)
 }
 
+/**
+ * The issue message for an events filter naming types that do not exist (`--events feedback.recieved`):
+ * the types that do, so a typo is fixed from the answer rather than from docs/events.md.
+ */
+export function unknownEventTypesMessage(unknown: string[]): string {
+  return `unknown event type(s): ${unknown.join(', ')}; the types are ${EVENT_TYPES.join(', ')}`
+}
+
 /** An event as a change records it (the outbox gives it its id, seq and time). */
 export interface OutboxEvent<T extends EventType = EventType> {
   orgId: string

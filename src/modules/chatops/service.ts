@@ -12,7 +12,7 @@ import type { Clock } from '../../core/clock'
 import type { Config } from '../../config'
 import { isoUtc } from '../../core/clock'
 import { newId } from '../../core/ids'
-import { isEventType } from '../../lifecycle/event-types'
+import { isEventType, unknownEventTypesMessage } from '../../lifecycle/event-types'
 import { type SlackConnectionRow } from './repo'
 import type { ActedBy, AuditEntry } from '../audit/entry'
 
@@ -80,7 +80,7 @@ export function createChatopsService(ctx: ChatopsDeps) {
       if (!CHANNEL_RE.test(input.channel)) throw bad('/channel', 'a channel id (C0123ABCD) or #name')
       const list = [...new Set(input.events ?? DEFAULT_SLACK_EVENTS)]
       const unknown = list.filter((e) => !isEventType(e))
-      if (unknown.length > 0) throw bad('/events', `unknown event type(s): ${unknown.join(', ')}`)
+      if (unknown.length > 0) throw bad('/events', unknownEventTypesMessage(unknown))
       if (input.appId && !(await repo.appInOrg(orgId, input.appId))) {
         throw new ApiError('app_not_found')
       }

@@ -12,7 +12,7 @@ import type { Clock } from '../../core/clock'
 import type { Config } from '../../config'
 import { isoUtc } from '../../core/clock'
 import { newId } from '../../core/ids'
-import { isEventType } from '../../lifecycle/event-types'
+import { isEventType, unknownEventTypesMessage } from '../../lifecycle/event-types'
 import { checkTarget } from './ssrf'
 import { newWebhookSecret } from './signature'
 import { type AttemptRow, type DeliveryRow, type WebhookRow } from './repo'
@@ -105,7 +105,7 @@ export function createWebhooksService(ctx: WebhooksDeps, options: WebhooksServic
 
   function checkEvents(list: string[]): string[] {
     const unknown = list.filter((e) => !isEventType(e))
-    if (unknown.length > 0) throw new ApiError('invalid_body', { issues: [{ path: '/events', message: `unknown event type(s): ${unknown.join(', ')}` }] })
+    if (unknown.length > 0) throw new ApiError('invalid_body', { issues: [{ path: '/events', message: unknownEventTypesMessage(unknown) }] })
     return [...new Set(list)]
   }
 
