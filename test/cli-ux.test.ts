@@ -109,6 +109,16 @@ describe('errors are messages, not stack traces', () => {
     noTrace(r.stderr)
   })
 
+  test.each([['-1'], ['0'], ['two']])('tracker connect --min-duplicates %s names the flag, not the API field rules.minDuplicates', async (value) => {
+    const app = JSON.parse((await runBinary(['app', 'create', '--org', orgId, '--name', `Tracked ${value}`, '--json', '--data-dir', dir])).stdout).id
+    const token = join(dir, 'tracker-token')
+    await Bun.write(token, 'ghp_x\n')
+    const r = await runBinary(['tracker', 'connect', '--app', app, '--kind', 'github', '--project', 'acme/shop', '--token-file', token, '--min-duplicates', value, '--data-dir', dir])
+    expect([r.code, r.stdout]).toEqual([2, ''])
+    expect(r.stderr).toContain(`fixloop: --min-duplicates must be a whole number from 1 to 1000000, or off, got "${value}"`)
+    expect(r.stderr).not.toContain('rules.minDuplicates')
+  })
+
   test('a value the service refuses reads as what is wrong with it, not as "the request body" of an API', async () => {
     const pw = join(dir, 'short-password')
     await Bun.write(pw, 'short\n')
