@@ -119,6 +119,17 @@ describe('errors are messages, not stack traces', () => {
     expect(r.stderr).not.toContain('rules.minDuplicates')
   })
 
+  test.each([
+    [['--port', '99999', '--from', 'noreply@shop.example'], 'fixloop: --port: a port 1-65535'],
+    [['--port', '587', '--from', 'not-an-address'], 'fixloop: --from: an address (noreply@example.com)'],
+  ])('app smtp: a setting the mail rules refuse is named by its flag (%p)', async (flags, message) => {
+    const app = JSON.parse((await runBinary(['app', 'create', '--org', orgId, '--name', `Mailing ${flags[1]}`, '--json', '--data-dir', dir])).stdout).id
+    const r = await runBinary(['app', 'smtp', app, '--host', 'smtp.example.com', '--tls', 'starttls', ...flags, '--data-dir', dir])
+    expect([r.code, r.stdout]).toEqual([2, ''])
+    expect(r.stderr).toContain(message)
+    noTrace(r.stderr)
+  })
+
   test('a value the service refuses reads as what is wrong with it, not as "the request body" of an API', async () => {
     const pw = join(dir, 'short-password')
     await Bun.write(pw, 'short\n')
