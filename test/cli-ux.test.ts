@@ -130,6 +130,20 @@ describe('errors are messages, not stack traces', () => {
     noTrace(r.stderr)
   })
 
+  test('chatops slack connect: a value the Slack rules refuse is named by its flag', async () => {
+    const bot = join(dir, 'slack-bot')
+    const sig = join(dir, 'slack-signing')
+    await Bun.write(bot, 'xoxb-12345678abc\n')
+    await Bun.write(sig, 'not hex\n')
+    const secret = await runBinary(['chatops', 'slack', 'connect', '--org', orgId, '--bot-token-file', bot, '--signing-secret-file', sig, '--channel', 'C0TRIAGE', '--data-dir', dir])
+    expect([secret.code, secret.stdout]).toEqual([2, ''])
+    expect(secret.stderr).toContain("fixloop: --signing-secret-file: the Slack app's signing secret (hex, from Basic Information)")
+    await Bun.write(sig, 'abcdef0123456789abcdef\n')
+    const channel = await runBinary(['chatops', 'slack', 'connect', '--org', orgId, '--bot-token-file', bot, '--signing-secret-file', sig, '--channel', 'triage room', '--data-dir', dir])
+    expect(channel.code).toBe(2)
+    expect(channel.stderr).toContain('fixloop: --channel: a channel id (C0123ABCD) or #name')
+  })
+
   test('a value the service refuses reads as what is wrong with it, not as "the request body" of an API', async () => {
     const pw = join(dir, 'short-password')
     await Bun.write(pw, 'short\n')

@@ -6,6 +6,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { NUL, NUL_MESSAGE } from '../core/nul'
 import { didYouMean } from './suggest'
 import { clip } from '../core/clip'
+import { ApiError } from '../core/errors'
 
 export class UsageError extends Error {}
 
@@ -104,6 +105,19 @@ export async function readInputFile(path: string, flag: string, { stdin = false 
   }
   if (text.includes(NUL)) throw new UsageError(`${flag}: ${path} ${NUL_MESSAGE}`)
   return text
+}
+
+/**
+ * A service's refusal of a value (400 invalid_body, its issues at JSON paths) as a usage error naming the
+ * flag each path comes from (`fields`: path → flag). The services' issue messages describe the value
+ * expected ("a port 1-65535", "a channel id (C0123ABCD) or #name"), which the API's issue path introduces;
+ * printed alone on a command line they named nothing. Any other error is returned as it is.
+ */
+export function namedByFlag(e: unknown, fields: Record<string, string>): unknown {
+  if (!(e instanceof ApiError) || e.code !== 'invalid_body') return e
+  const issues = (e.details as { issues?: { path?: string; message: string }[] } | undefined)?.issues ?? []
+  if (issues.length === 0 || !issues.every((i) => i.path !== undefined && i.path in fields)) return e
+  return new UsageError(issues.map((i) => `${fields[i.path!]}: ${i.message}`).join('; '))
 }
 
 export function parseBoolFlag(value: string | undefined, flag: string): boolean | undefined {

@@ -2,7 +2,7 @@
 import { loadConfig } from '../config'
 import { domainServices } from '../runtime/domain'
 import { closeContext, openContext } from '../runtime/open'
-import { COMMON_FLAGS, output, parseFlags, parseList, UsageError , readInputFile } from './args'
+import { COMMON_FLAGS, namedByFlag, output, parseFlags, parseList, UsageError , readInputFile } from './args'
 
 export const CHATOPS_HELP = `Usage:
   fixloop chatops slack connect --org ORG_ID [--app APP_ID] --bot-token-file F --signing-secret-file G
@@ -38,6 +38,9 @@ const COMMANDS: Record<string, { flags: string[]; takesId: boolean }> = {
   'deny-user': { flags: ['org', 'team', 'user'], takesId: false },
   users: { flags: ['org'], takesId: false },
 }
+
+/** The flag each field of a connection comes from (the chat-ops service's issue paths). */
+const CONNECT_FIELD_FLAGS: Record<string, string> = { '/botToken': '--bot-token-file', '/signingSecret': '--signing-secret-file', '/channel': '--channel', '/events': '--events' }
 
 function need(value: string | undefined, what: string): string {
   if (value === undefined || value === '') throw new UsageError(`missing ${what}`)
@@ -78,17 +81,18 @@ export async function runChatopsCommand(argv: string[]): Promise<void> {
       return id
     }
     switch (sub) {
-      case 'connect':
-        return output(
-          await svc.connect(await orgId(), {
-            botToken: await readSecret(need(values['bot-token-file'], '--bot-token-file'), 'bot-token-file'),
-            signingSecret: await readSecret(need(values['signing-secret-file'], '--signing-secret-file'), 'signing-secret-file'),
-            channel: need(values.channel, '--channel'),
-            appId: values.app,
-            events: parseList(values.events),
-          }, CLI),
-          json,
-        )
+      case 'connect': {
+        const input = {
+          botToken: await readSecret(need(values['bot-token-file'], '--bot-token-file'), 'bot-token-file'),
+          signingSecret: await readSecret(need(values['signing-secret-file'], '--signing-secret-file'), 'signing-secret-file'),
+          channel: need(values.channel, '--channel'),
+          appId: values.app,
+          events: parseList(values.events),
+        }
+        return output(await svc.connect(await orgId(), input, CLI).catch((e: unknown) => {
+          throw namedByFlag(e, CONNECT_FIELD_FLAGS)
+        }), json)
+      }
       case 'list':
         return output({ data: await svc.list(await orgId()) }, json)
       case 'disconnect': {

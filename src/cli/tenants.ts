@@ -9,10 +9,9 @@ import { type AppSettings } from '../modules/tenants/service'
 import { isReplayMode, PROCESSING_MODES, REPLAY_MODES, REPLAY_SECONDS_MAX, REPLAY_SECONDS_MIN, type ProcessingMode } from '../modules/apps/values'
 import { AGENT_PROVIDERS, HOST_KINDS, PR_MODES, type ConnectionInput } from '../modules/connections/service'
 import { isProofOfWorkLevel, PROOF_OF_WORK_LEVELS } from '../abuse/difficulty'
-import { COMMON_FLAGS, output, parseBoolFlag, parseFlags, parseGlobList, parseIntFlag, parseList, UsageError , readInputFile } from './args'
+import { COMMON_FLAGS, namedByFlag, output, parseBoolFlag, parseFlags, parseGlobList, parseIntFlag, parseList, UsageError , readInputFile } from './args'
 import { didYouMean } from './suggest'
 import { TLS_MODES } from '../modules/mail/repo'
-import { ApiError } from '../core/errors'
 
 export const TENANT_HELP: Record<string, string> = {
   org: `Usage:
@@ -283,18 +282,6 @@ function checkUsage(cmd: string, values: Record<string, unknown>, positionals: s
 /** The flag each field of the SMTP settings comes from (the mail service's issue paths). */
 const SMTP_FIELD_FLAGS: Record<string, string> = { '/host': '--host', '/port': '--port', '/tls': '--tls', '/from': '--from', '/user': '--user', '/password': '--password-file', '/to': '--to' }
 
-/**
- * The mail service's refusal of a setting, named by its flag: its issue messages describe the value
- * expected ("a port 1-65535", "an address (noreply@example.com) or …"), which the API's issue path
- * introduces; on a command line the message alone ("fixloop: a port 1-65535") named nothing.
- */
-function smtpFlagRefusal(e: unknown): unknown {
-  if (!(e instanceof ApiError) || e.code !== 'invalid_body') return e
-  const issues = (e.details as { issues?: { path?: string; message: string }[] } | undefined)?.issues ?? []
-  if (issues.length === 0 || !issues.every((i) => i.path !== undefined && i.path in SMTP_FIELD_FLAGS)) return e
-  return new UsageError(issues.map((i) => `${SMTP_FIELD_FLAGS[i.path!]}: ${i.message}`).join('; '))
-}
-
 /** Where the value a missing flag wants comes from, when another command lists it. */
 function missingHint(message: string): string {
   if (message === 'missing --org') return ' (the Org ids: fixloop org list)'
@@ -444,7 +431,7 @@ export async function runTenantCommand(group: 'org' | 'key' | 'app', argv: strin
     // A missing flag or id is a newcomer's first mistake: "missing --org" alone says neither where the
     // id comes from nor what else the command takes, so the command's own usage follows it.
     if (e instanceof UsageError && e.message.startsWith('missing ')) throw new UsageError(`${e.message}${missingHint(e.message)}\n\n${commandHelp(group, sub)}`)
-    if (group === 'app' && (sub === 'smtp' || sub === 'smtp-test')) throw smtpFlagRefusal(e)
+    if (group === 'app' && (sub === 'smtp' || sub === 'smtp-test')) throw namedByFlag(e, SMTP_FIELD_FLAGS)
     throw e
   } finally {
     await closeContext(ctx)
