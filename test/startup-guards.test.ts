@@ -337,3 +337,22 @@ test('FIXLOOP_ADMIN_EMAIL / FIXLOOP_ADMIN_PASSWORD_FILE that the admin rules ref
     expect(r.stderr).not.toMatch(/\n\s+at /)
   }
 }, 60_000)
+
+test.each([
+  [['serve', '18999'], 'unexpected argument "18999" for "fixloop serve": it takes flags only (did you mean --port 18999?)'],
+  [['serve', './my-data'], '(did you mean --data-dir ./my-data?)'],
+  [['migrate', './my-data'], '(did you mean --data-dir ./my-data?)'],
+  [['backup', 'nightly.tar'], '(did you mean --out nightly.tar?)'],
+  [['restore', 'nightly.tar'], '(did you mean --from nightly.tar?)'],
+  [['rekey', 'old.key'], 'unexpected argument "old.key" for "fixloop rekey": it takes flags only'],
+  // Not echoed: such a URL may hold the password.
+  [['migrate-db', 'postgres://u:secret@127.0.0.1:1/db'], 'the PostgreSQL URL goes as --to postgres://… (or in FIXLOOP_DATABASE_URL), not as an argument'],
+])('an argument that is no flag is refused, not ignored: fixloop %p (serve 18999 served on 8080, serve ./my-data on ./data)', async (args, message) => {
+  ensureBinary()
+  const root = tempDir()
+  // serve through the helper that kills it after 10 s: before the fix it served (on a free port here).
+  const r = args[0] === 'serve' ? await serveExpectingExit(join(root, 'data'), args.slice(1)) : await runBinary([...args, '--data-dir', join(root, 'data')])
+  expect([r.code, r.stdout]).toEqual([2, ''])
+  expect(r.stderr).toContain(message)
+  expect(readdirSync(root)).toEqual([])
+})

@@ -40,6 +40,22 @@ export function parseFlags<T extends FlagSpec>(argv: string[], options: T) {
 }
 
 /**
+ * A command that takes flags only refuses an argument (`fixloop serve 9000`, `fixloop backup nightly.tar`):
+ * node's parser hands it over as a positional, which such a command never read, so `serve 9000` served on
+ * 8080 and `serve ./my-data` on ./data without a word. `flagFor` names the flag the value most likely
+ * belongs to, for the hint.
+ */
+export function refuseArguments(positionals: string[], command: string, flagFor?: (arg: string) => string | undefined): void {
+  if (positionals.length === 0) return
+  const arg = positionals[0]
+  const flag = flagFor?.(arg)
+  throw new UsageError(`unexpected argument "${arg}" for "fixloop ${command}": it takes flags only${flag ? ` (did you mean ${flag} ${arg}?)` : ''}. Run "fixloop ${command} --help".`)
+}
+
+/** The flag a lone argument of a command that reads a data dir most likely meant: a port or the data dir. */
+export const portOrDataDir = (arg: string): string => (/^\d{1,5}$/.test(arg) ? '--port' : '--data-dir')
+
+/**
  * `--batch-window-hours -1`: node's parser takes a value that starts with a dash for the next flag and
  * answers "argument is ambiguous … use '--batch-window-hours=-XYZ'", which hides that the number itself is
  * out of range. A negative number after a flag that takes a value is that flag's value (no flag is named

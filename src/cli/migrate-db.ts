@@ -16,7 +16,7 @@ import { copyToPostgres, notEmpty, occupiedTables, type CopyReport } from '../db
 import { openSqliteSource } from '../db/transfer/sqlite-source'
 import { copyPlan } from '../db/transfer/tables'
 import { keyMatchesCheck, masterKeyFile, parseMasterKey } from '../core/master-key'
-import { formatTable, parseFlags, parseIntFlag, UsageError } from './args'
+import { formatTable, parseFlags, parseIntFlag, refuseArguments, UsageError } from './args'
 import { migratePostgresPool } from './postgres-mode'
 
 export const MIGRATE_DB_HELP = `Usage: fixloop migrate-db --to postgres://USER:PASS@HOST:PORT/DB [--data-dir DIR] [--json]
@@ -88,8 +88,11 @@ function notesFor(report: CopyReport, key: KeyAdvice, sealed: Record<string, num
 }
 
 export async function runMigrateDb(argv: string[]): Promise<void> {
-  const { values } = parseFlags(argv, { to: { type: 'string' }, 'batch-rows': { type: 'string' } })
+  const { values, positionals } = parseFlags(argv, { to: { type: 'string' }, 'batch-rows': { type: 'string' } })
   if (values.help) return void process.stdout.write(MIGRATE_DB_HELP + '\n')
+  // A URL given as an argument is not echoed: it may hold the database password.
+  if (/^postgres(ql)?:/.test(positionals[0] ?? '')) throw new UsageError('the PostgreSQL URL goes as --to postgres://… (or in FIXLOOP_DATABASE_URL), not as an argument')
+  refuseArguments(positionals, 'migrate-db')
   const to = values.to ?? process.env.FIXLOOP_DATABASE_URL
   if (!to) throw new UsageError('missing --to postgres://USER:PASS@HOST:PORT/DB (or set FIXLOOP_DATABASE_URL)')
   const url = parseServiceUrl(to, '--to', ['postgres:', 'postgresql:'])!

@@ -15,7 +15,7 @@ import { lockDataDir } from '../db/data-dir-lock'
 import { lockKeyExclusive, type KeyLock } from '../db/key-lock'
 import { refuseNewerSchema } from '../db/sqlite/schema-guard'
 import { masterKeyFile, parseMasterKey, readMasterKey } from '../core/master-key'
-import { output, parseFlags, UsageError } from './args'
+import { output, parseFlags, refuseArguments, UsageError } from './args'
 
 export const MIGRATE_HELP = `Usage: fixloop migrate [--data-dir DIR] [--json]
 Applies the embedded database migrations (serve also does this before the port opens). With
@@ -54,8 +54,9 @@ const OUT_SQLITE_ERRORS = /^SQLITE_(FULL|CANTOPEN|READONLY|IOERR)/
 const stderr = (line: string) => process.stderr.write(line + '\n')
 
 export async function runMigrate(argv: string[]): Promise<void> {
-  const { values } = parseFlags(argv, {})
+  const { values, positionals } = parseFlags(argv, {})
   if (values.help) return void process.stdout.write(MIGRATE_HELP + '\n')
+  refuseArguments(positionals, 'migrate', () => '--data-dir')
   const config = loadConfig({ dataDir: values['data-dir'] })
   // Named first: without FIXLOOP_DATABASE_URL in its environment a cluster's operator would migrate a new
   // SQLite instance in ./data and read "applied: [...]" as success.
@@ -76,8 +77,9 @@ export async function runMigrate(argv: string[]): Promise<void> {
 }
 
 export async function runBackup(argv: string[]): Promise<void> {
-  const { values } = parseFlags(argv, { out: { type: 'string' }, 'include-master-key': { type: 'boolean' } })
+  const { values, positionals } = parseFlags(argv, { out: { type: 'string' }, 'include-master-key': { type: 'boolean' } })
   if (values.help) return void process.stdout.write(BACKUP_HELP + '\n')
+  refuseArguments(positionals, 'backup', () => '--out')
   if (!values.out) throw new UsageError('missing --out FILE')
   const out = resolve(values.out)
   if (existsSync(out)) throw new UsageError(`${out} already exists; choose a new file`)
@@ -139,8 +141,9 @@ function backupKey(dataDir: string, fromEnv: string | undefined): Uint8Array {
 }
 
 export async function runRestore(argv: string[]): Promise<void> {
-  const { values } = parseFlags(argv, { from: { type: 'string' }, force: { type: 'boolean' }, 'allow-unverified': { type: 'boolean' } })
+  const { values, positionals } = parseFlags(argv, { from: { type: 'string' }, force: { type: 'boolean' }, 'allow-unverified': { type: 'boolean' } })
   if (values.help) return void process.stdout.write(RESTORE_HELP + '\n')
+  refuseArguments(positionals, 'restore', () => '--from')
   if (!values.from) throw new UsageError('missing --from FILE')
   if (!values['data-dir'] && !process.env.FIXLOOP_DATA_DIR) throw new UsageError('missing --data-dir DIR (where to restore)')
   const config = loadConfig({ dataDir: values['data-dir'] })
@@ -205,8 +208,9 @@ function keyFileHolds(file: string, key: Uint8Array): boolean {
 }
 
 export async function runRekey(argv: string[]): Promise<void> {
-  const { values } = parseFlags(argv, { 'old-key-file': { type: 'string' }, 'new-key-file': { type: 'string' } })
+  const { values, positionals } = parseFlags(argv, { 'old-key-file': { type: 'string' }, 'new-key-file': { type: 'string' } })
   if (values.help) return void process.stdout.write(REKEY_HELP + '\n')
+  refuseArguments(positionals, 'rekey')
   if (!values['old-key-file']) throw new UsageError('missing --old-key-file PATH')
   if (!values['new-key-file']) throw new UsageError('missing --new-key-file PATH')
   const config = loadConfig({ dataDir: values['data-dir'] })

@@ -7,7 +7,7 @@ import { existsSync, rmSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { StartupError } from '../core/startup-error'
 import { startServer, STOP_BUDGET_MS } from '../runtime/server'
-import { parseFlags } from './args'
+import { parseFlags, portOrDataDir, refuseArguments } from './args'
 import { createBlobStore } from '../blobs/index'
 import { adminFromEnv, setupLink, setupLinkBase } from '../modules/admins/bootstrap'
 import { closeContext, openContext } from '../runtime/open'
@@ -18,7 +18,8 @@ const STOP_BACKSTOP_EXTRA_MS = 1500
 
 /** `--help` never reaches here: the dispatcher (main.ts) answers it without loading the server. */
 export async function runServe(argv: string[]): Promise<void> {
-  const { values } = parseFlags(argv, { host: { type: 'string' }, port: { type: 'string' }, demo: { type: 'boolean' } })
+  const { values, positionals } = parseFlags(argv, { host: { type: 'string' }, port: { type: 'string' }, demo: { type: 'boolean' } })
+  refuseArguments(positionals, 'serve', portOrDataDir)
   const config = loadConfig({ host: values.host, port: values.port, dataDir: values['data-dir'] })
   // A start refused for a busy port leaves nothing behind: the port is tried before the data dir is touched.
   refuseBusyPort(config.host, config.port)
