@@ -1,7 +1,7 @@
 # fixloop: one executable in a small image. Build: docker build -t fixloop .
 #
 # Base images are pinned: the build stage to the Bun release the lockfile and bun-types were made with
-# (1.4.5; bump it together with `bun upgrade` and bun.lock), the runtime to a Debian 12 point release.
+# (1.4.5; bump it together with `bun upgrade`, bun.lock and install.sh's BUN_VERSION), the runtime to a Debian 12 point release.
 # Pin by digest too in your own registry if you need bit-for-bit rebuilds (docker buildx imagetools inspect).
 FROM oven/bun:1.4.5-debian AS build
 WORKDIR /src

@@ -8,16 +8,19 @@ cd "$(dirname "$0")"
 if ! command -v bun >/dev/null 2>&1 && [ -x "$HOME/.local/bin/bun" ]; then
   export PATH="$HOME/.local/bin:$PATH"
 fi
+# The Bun that bun.lock and the Dockerfile's build stage use (bump the three together): "bun@1" took
+# whatever 1.x the registry had that day, so a fresh machine could build with a Bun nobody had tested.
+BUN_VERSION=1.4.5
 if ! command -v bun >/dev/null 2>&1; then
-  echo "install.sh: Bun not found; installing it from the npm registry" >&2
+  echo "install.sh: Bun not found; installing Bun $BUN_VERSION from the npm registry" >&2
   global=$(npm prefix -g)
   modules="$global/lib/node_modules"
   [ -d "$modules" ] || modules="$global/lib"
   if [ -w "$modules" ]; then
-    npm install -g bun@1 >&2
+    npm install -g "bun@$BUN_VERSION" >&2
   else
     # npm's global folder is root's (Debian's /usr/local): without sudo, Bun goes to ~/.local/bin.
-    npm install -g --prefix "$HOME/.local" bun@1 >&2
+    npm install -g --prefix "$HOME/.local" "bun@$BUN_VERSION" >&2
     export PATH="$HOME/.local/bin:$PATH"
     echo "install.sh: Bun is in $HOME/.local/bin (npm's global folder is not yours); add that folder to your PATH to run bun yourself" >&2
   fi

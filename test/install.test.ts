@@ -12,6 +12,14 @@ const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
 const TEST_TOOLING = ['deno', 'playwright-core', 's3rver', 'standardwebhooks', 'edge-runtime']
 
 describe('package.json', () => {
+  test('install.sh installs the Bun the Dockerfile builds with, the one bun.lock was made with (not the newest 1.x)', () => {
+    const pinned = /^BUN_VERSION=(\d+\.\d+\.\d+)$/m.exec(readFileSync(join(ROOT, 'install.sh'), 'utf8'))?.[1]
+    const built = /^FROM oven\/bun:(\d+\.\d+\.\d+)-/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'))?.[1]
+    expect(pinned).toBeDefined()
+    expect(pinned).toBe(built!)
+    expect(readFileSync(join(ROOT, 'install.sh'), 'utf8')).not.toContain('bun@1 ')
+  })
+
   test('the test command builds only through the staleness check of scripts/test-setup.sh, runs every pass and ends with one total', () => {
     expect(pkg.scripts.test).toBe('bash scripts/test.sh')
     const script = readFileSync(join(ROOT, 'scripts/test.sh'), 'utf8')
@@ -142,7 +150,7 @@ describe('install.sh as a user who does not own npm\'s global folder', () => {
     const [, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited])
     expect(code).toBe(0)
     const calls = readFileSync(log, 'utf8').trim().split('\n')
-    expect(calls).toEqual(['npm prefix -g', `npm install -g --prefix ${home}/.local bun@1`, 'bun --version', 'bun install --production --frozen-lockfile', 'bun run build'])
+    expect(calls).toEqual(['npm prefix -g', `npm install -g --prefix ${home}/.local bun@1.4.5`, 'bun --version', 'bun install --production --frozen-lockfile', 'bun run build'])
     expect(stderr).toContain(`Bun is in ${home}/.local/bin`)
     expect(stderr).toContain('add that folder to your PATH')
     expect(stderr).toContain('install.sh: bun 1.9.9')
