@@ -37,6 +37,7 @@ USER fixloop
 ENV FIXLOOP_HOST=0.0.0.0 FIXLOOP_PORT=8080 FIXLOOP_DATA_DIR=/data
 VOLUME /data
 EXPOSE 8080
+# The check reads FIXLOOP_PORT: another port goes there (-e FIXLOOP_PORT=9000), not as serve --port.
 HEALTHCHECK --interval=10s --timeout=3s CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/${FIXLOOP_PORT} && printf 'GET /readyz HTTP/1.0\\r\\n\\r\\n' >&3 && head -1 <&3 | grep -q ' 200 '"]
 ENTRYPOINT ["/usr/local/bin/fixloop"]
 CMD ["serve"]
