@@ -3,7 +3,8 @@
  * old header as well as the policy (docs/security.md "Headers on every answer"), and sends no Referer
  * and no sniffing. Found by the web attack of attack-web: the single sign-on pages (sign-in refusals, the
  * callback's answers) and the widget demo page had frame-ancestors but no X-Frame-Options, and the demo
- * page no Referrer-Policy or nosniff.
+ * page no Referrer-Policy or nosniff. The server's root page (`/` asked for HTML) had neither
+ * X-Frame-Options nor Referrer-Policy (found by the dashboard attack, hunt-d).
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
@@ -26,10 +27,11 @@ afterAll(async () => {
 })
 
 test('every HTML page: X-Frame-Options, frame-ancestors, nosniff, no Referer', async () => {
-  const pages = ['/admin', '/admin/o/000000000000000000000000/inbox', '/admin/replay-frame', '/docs', '/demo', '/admin/oidc/start', '/admin/oidc/callback?code=a&state=b', '/v1/mail/unsubscribe?token=x', '/v1/mail/confirm?token=x']
+  const pages = ['/', '/admin', '/admin/o/000000000000000000000000/inbox', '/admin/replay-frame', '/docs', '/demo', '/admin/oidc/start', '/admin/oidc/callback?code=a&state=b', '/v1/mail/unsubscribe?token=x', '/v1/mail/confirm?token=x']
   const seen: Record<string, unknown>[] = []
   for (const path of pages) {
-    const res = await fetch(server.url + path, { redirect: 'manual' })
+    // The root answers HTML to a browser (Accept: text/html), JSON otherwise.
+    const res = await fetch(server.url + path, { redirect: 'manual', headers: { accept: 'text/html' } })
     await res.arrayBuffer()
     expect({ path, type: res.headers.get('content-type') }).toEqual({ path, type: expect.stringContaining('text/html') })
     seen.push({

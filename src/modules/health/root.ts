@@ -44,6 +44,10 @@ export function rootRoutes(version: string, demo = false) {
       if ((request.headers.get('accept') ?? '').includes('text/html')) {
         set.headers['content-type'] = 'text/html; charset=utf-8'
         set.headers['content-security-policy'] = CSP
+        // On the dashboard's origin, so held to its pages' rules: frame-ancestors says it to current
+        // browsers, X-Frame-Options to older ones and scanners; no Referer leaves it.
+        set.headers['x-frame-options'] = 'DENY'
+        set.headers['referrer-policy'] = 'no-referrer'
         return html
       }
       return { name: 'fixloop' as const, version, links }
