@@ -52,3 +52,11 @@ test('every HTML page: X-Frame-Options, frame-ancestors, nosniff, no Referer', a
     })),
   )
 })
+
+test('`/` answers HTML or JSON by Accept, and says so (Vary: Accept): a cache in front keeps the two apart', async () => {
+  for (const accept of ['text/html', 'application/json']) {
+    const res = await fetch(server.url + '/', { headers: { accept } })
+    await res.arrayBuffer()
+    expect({ accept, vary: res.headers.get('vary'), type: res.headers.get('content-type') }).toEqual({ accept, vary: expect.stringContaining('Accept'), type: expect.stringContaining(accept) })
+  }
+})

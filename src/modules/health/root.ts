@@ -41,6 +41,8 @@ export function rootRoutes(version: string, demo = false) {
   return new Elysia({ name: 'root' }).get(
     '/',
     ({ request, set }) => {
+      // One URL, two answers chosen by Accept: a cache in front must keep them apart.
+      set.headers.vary = 'Accept'
       if ((request.headers.get('accept') ?? '').includes('text/html')) {
         set.headers['content-type'] = 'text/html; charset=utf-8'
         set.headers['content-security-policy'] = CSP
