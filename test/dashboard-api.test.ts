@@ -388,6 +388,8 @@ describe('inbox', () => {
     for (const q of ['&from=2026-02-30', '&to=2026-13-01', '&from=2026-01-01T25:00']) {
       const refused = await as(otherOwner, 'GET', `/admin/api/orgs/${other.orgId}/inbox?folder=all${q}`)
       expect([refused.status, refused.body.error.code, JSON.stringify(refused.body.error.details)]).toEqual([400, 'invalid_body', expect.stringContaining(q.slice(1, q.indexOf('=')))])
+      // Said to be about the query string, as every other query parameter's refusal is (not "the request body").
+      expect(refused.body.error.message).toBe('A query parameter is not valid (see details.issues).')
     }
     const p1 = await inbox('&limit=2')
     expect(p1.data.length).toBe(2)

@@ -93,6 +93,25 @@ describe('errors a first try runs into say what to do', () => {
     expect(body.body.error.details.issues[0]).toEqual({ path: '/appId', message: "Property 'appId' should not be provided" })
   })
 
+  test('query parameters checked in the handler read as query parameters too: /v1/audit?since, /v1/reporters/feedback without or with both identifiers', async () => {
+    const org = await cli('org', 'create', '--name', 'Newcomer')
+    const key = (await cli('key', 'create', '--org', org.id, '--name', 'backend')).key
+    const cases: [string, string, string][] = [
+      ['/v1/audit?since=2026-02-30', '/since', 'must be an ISO 8601 date or instant, e.g. 2026-01-31T00:00:00Z'],
+      ['/v1/reporters/feedback', '/externalUserId', 'externalUserId or email is required'],
+      ['/v1/reporters/feedback?externalUserId=u1&email=a@b.example', '/email', 'give externalUserId or email, not both'],
+    ]
+    for (const [path, at, message] of cases) {
+      const r = await call(server.url, 'GET', path, { auth: key })
+      expect([path, r.status, r.body.error.code, r.body.error.message]).toEqual([path, 400, 'invalid_body', 'A query parameter is not valid (see details.issues).'])
+      expect(r.body.error.details.issues).toEqual([{ path: at, message }])
+    }
+    // The same rule on the erase route's body still names the body.
+    const erase = await call(server.url, 'POST', '/v1/reporters/erase', { auth: key, body: {} })
+    expect([erase.status, erase.body.error.message]).toEqual([400, 'The request body is not valid.'])
+    expect(erase.body.error.details.issues).toEqual([{ path: '/externalUserId', message: 'externalUserId or email is required' }])
+  })
+
   test('a submission refused for its Origin says whether it had none (a curl, a backend) or which one it had', async () => {
     const org = await cli('org', 'create', '--name', 'Newcomer')
     const app = await cli('app', 'create', '--org', org.id, '--name', 'Shop', '--allowed-origins', 'https://shop.example')

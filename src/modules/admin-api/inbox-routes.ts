@@ -13,6 +13,7 @@ import { ADMIN_SESSION, IdsBody, InboxQuery, OrgParams } from './model'
 import { ID_PATTERN } from '../../core/ids'
 import { ApiError } from '../../core/errors'
 import { parseIsoTime } from '../../core/iso-time'
+import { invalidQuery } from '../../http/query'
 
 const AUTH = ['not_signed_in', 'csrf_failed', 'rate_limited'] as const
 const doc = (summary: string, description?: string) => ({ summary, description, tags: ['admin'], security: ADMIN_SESSION })
@@ -46,7 +47,7 @@ export function inboxRoutes(
         // The pattern checks the shape only: an impossible date (2026-02-30) would be rolled over, or NaN.
         for (const key of ['from', 'to'] as const) {
           const value = query[key]
-          if (value !== undefined && parseIsoTime(value) === undefined) throw new ApiError('invalid_body', { issues: [{ path: `/${key}`, message: 'must be an ISO 8601 date or instant, e.g. 2026-01-31' }] })
+          if (value !== undefined && parseIsoTime(value) === undefined) throw invalidQuery([{ path: `/${key}`, message: 'must be an ISO 8601 date or instant, e.g. 2026-01-31' }])
         }
         return inbox.list(params.orgId, caller.admin.id, {
           ...query,

@@ -8,7 +8,7 @@ import { ID_PATTERN } from '../../core/ids'
 import { LIMITS } from '../../core/limits'
 import { actedBy, orgAuth, type AuthDeps } from '../../http/auth'
 import { BEARER_SK, errorSchemas, ORG_AUTH_ERRORS } from '../../http/error-docs'
-import { readIntQuery } from '../../http/query'
+import { invalidQuery, readIntQuery } from '../../http/query'
 import { baseUrlOf } from '../uploads/index'
 import type { Reporter } from './repo'
 import type { ReportersService } from './service'
@@ -35,16 +35,19 @@ const ExportQuery = t.Object(
 )
 const EraseBody = t.Object({ externalUserId: t.Optional(ExternalUserId), email: t.Optional(Email), appId: t.Optional(Id) }, closed)
 
-/** Exactly one of the two identifiers; both or neither is invalid_body naming the field (a JSON pointer, query or body). */
-function reporterOf(q: { externalUserId?: string; email?: string }): Reporter {
-  const at = (name: string) => `/${name}`
-  if (q.externalUserId !== undefined && q.email !== undefined) {
-    throw new ApiError('invalid_body', { issues: [{ path: at('email'), message: 'give externalUserId or email, not both' }] })
-  }
+/**
+ * Exactly one of the two identifiers; both or neither is invalid_body naming the field (a JSON pointer).
+ * `invalid` builds the refusal: the export reads them from the query string (invalidQuery says so, as
+ * for any other query parameter), the erasure from its body.
+ */
+function reporterOf(q: { externalUserId?: string; email?: string }, invalid: (issues: { path: string; message: string }[]) => ApiError): Reporter {
+  if (q.externalUserId !== undefined && q.email !== undefined) throw invalid([{ path: '/email', message: 'give externalUserId or email, not both' }])
   if (q.externalUserId !== undefined) return { externalUserId: q.externalUserId }
   if (q.email !== undefined) return { email: q.email }
-  throw new ApiError('invalid_body', { issues: [{ path: at('externalUserId'), message: 'externalUserId or email is required' }] })
+  throw invalid([{ path: '/externalUserId', message: 'externalUserId or email is required' }])
 }
+
+const invalidBody = (issues: { path: string; message: string }[]) => new ApiError('invalid_body', { issues })
 
 export function reporterRoutes(auth: AuthDeps, reporters: ReportersService, publicUrl: string | undefined) {
   return new Elysia({ name: 'reporters' })
@@ -55,7 +58,7 @@ export function reporterRoutes(auth: AuthDeps, reporters: ReportersService, publ
         reporters.export(
           org.orgId,
           {
-            who: reporterOf(query),
+            who: reporterOf(query, invalidQuery),
             appId: query.appId,
             cursor: query.cursor,
             limit: readIntQuery(request, 'limit', { min: LIMITS.listLimitMin, max: LIMITS.listLimitMax }, LIMITS.listLimitDefault),
@@ -76,7 +79,7 @@ export function reporterRoutes(auth: AuthDeps, reporters: ReportersService, publ
     )
     .post(
       '/v1/reporters/erase',
-      ({ org, body, request, server }) => reporters.erase(org.orgId, { who: reporterOf(body), appId: body.appId }, actedBy(auth, org, request, server)),
+      ({ org, body, request, server }) => reporters.erase(org.orgId, { who: reporterOf(body, invalidBody), appId: body.appId }, actedBy(auth, org, request, server)),
       {
         access: 'reporters.manage',
         body: EraseBody,
