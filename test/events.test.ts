@@ -163,6 +163,9 @@ describe('GET /v1/events/stream (SSE)', () => {
     const bad = await call(server.url, 'GET', '/v1/events/stream', { auth: a.key, headers: { 'last-event-id': 'abc' } })
     expect(bad.status).toBe(400)
     expect(bad.body.error.code).toBe('invalid_body')
+    // Named as every other refused header is (header:Idempotency-Key, header:Content-Encoding, …): a bare
+    // "Last-Event-ID" read as a body member's name to a client matching on the path's form.
+    expect(bad.body.error.details.issues).toEqual([{ path: 'header:Last-Event-ID', message: 'must be a seq (a non-negative integer)' }])
     // Only the decimal seqs this server writes: not what Number() would also read.
     for (const id of ['0x10', '1e3', '0b1', '+5', '1.0', '12345678901234567890']) {
       const loose = await call(server.url, 'GET', '/v1/events/stream', { auth: a.key, headers: { 'last-event-id': id } })

@@ -40,7 +40,7 @@ function resumeFrom(header: string | null, after: number | undefined): number {
   // Decimal digits only, as this server writes ids: Number() would also read "0x10", "1e3" and "0b1".
   const text = header.trim()
   const seq = /^[0-9]{1,16}$/.test(text) ? Number(text) : Number.NaN
-  if (!Number.isSafeInteger(seq) || seq < 0) throw new ApiError('invalid_body', { issues: [{ path: 'Last-Event-ID', message: 'must be a seq (a non-negative integer)' }] })
+  if (!Number.isSafeInteger(seq) || seq < 0) throw new ApiError('invalid_body', { issues: [{ path: 'header:Last-Event-ID', message: 'must be a seq (a non-negative integer)' }] })
   return seq
 }
 
