@@ -21,22 +21,22 @@ afterAll(async () => {
 
 const ROUTES: [string, string, string[]][] = [
   ['post', '/v1/feedback', ['201', '400', '401', '403', '409', '413', '429', '500']],
-  ['get', '/v1/feedback', ['200', '400', '401', '404', '429', '500']],
-  ['get', '/v1/feedback/{id}', ['200', '400', '401', '404', '429', '500']],
-  ['patch', '/v1/feedback/{id}', ['200', '400', '401', '404', '409', '429', '500']],
-  ['get', '/v1/apps', ['200', '401', '429', '500']],
-  ['post', '/v1/tokens/mint', ['200', '400', '401', '403', '404', '429', '500']],
+  ['get', '/v1/feedback', ['200', '400', '401', '404', '413', '429', '500']],
+  ['get', '/v1/feedback/{id}', ['200', '400', '401', '404', '413', '429', '500']],
+  ['patch', '/v1/feedback/{id}', ['200', '400', '401', '404', '409', '413', '429', '500']],
+  ['get', '/v1/apps', ['200', '401', '413', '429', '500']],
+  ['post', '/v1/tokens/mint', ['200', '400', '401', '403', '404', '413', '429', '500']],
   ['post', '/v1/feedback/upload-url', ['200', '400', '401', '403', '413', '429', '500']],
   ['put', '/v1/uploads/{appId}/{name}', ['200', '400', '401', '403', '404', '409', '413', '500']],
-  ['get', '/v1/uploads/{appId}/{name}', ['200', '403', '404', '500']],
-  ['get', '/v1/feedback/{id}/similar', ['200', '400', '401', '404', '409', '429', '500']],
-  ['post', '/v1/feedback/{id}/merge', ['200', '400', '401', '404', '409', '429', '500']],
-  ['post', '/v1/feedback/{id}/unmerge', ['200', '400', '401', '404', '409', '429', '500']],
-  ['post', '/v1/feedback/{id}/reject-suggestion', ['200', '400', '401', '404', '409', '429', '500']],
-  ['get', '/v1/apps/{id}/triage', ['200', '400', '401', '404', '429', '500']],
+  ['get', '/v1/uploads/{appId}/{name}', ['200', '400', '403', '404', '500']],
+  ['get', '/v1/feedback/{id}/similar', ['200', '400', '401', '404', '409', '413', '429', '500']],
+  ['post', '/v1/feedback/{id}/merge', ['200', '400', '401', '404', '409', '413', '429', '500']],
+  ['post', '/v1/feedback/{id}/unmerge', ['200', '400', '401', '404', '409', '413', '429', '500']],
+  ['post', '/v1/feedback/{id}/reject-suggestion', ['200', '400', '401', '404', '409', '413', '429', '500']],
+  ['get', '/v1/apps/{id}/triage', ['200', '400', '401', '404', '413', '429', '500']],
   ['get', '/healthz', ['200']],
-  ['get', '/readyz', ['200', '500', '503']],
-  ['get', '/metrics', ['200', '401', '500']],
+  ['get', '/readyz', ['200', '413', '500', '503']],
+  ['get', '/metrics', ['200', '401', '413', '500']],
   ['get', '/', ['200']],
 ]
 
@@ -77,6 +77,35 @@ describe('/openapi.json', () => {
     expect(result.errors ?? []).toEqual([])
     expect(result.valid).toBe(true)
     expect(validator.version).toBe('3.1')
+  })
+
+  test('every API operation documents a success status, and the 413 the 8 MB body limit answers on every route before routing (the signed download aside, which is exempt)', async () => {
+    const doc = (await call(srv.url, 'GET', '/openapi.json')).body
+    const missing: string[] = []
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, { responses?: Record<string, unknown> }>>)) {
+      for (const [method, op] of Object.entries(item)) {
+        const statuses = Object.keys(op.responses ?? {})
+        // Pages and probes (/, /healthz, /admin, the mail links) document no error envelope.
+        if (!statuses.some((s) => s.startsWith('4'))) continue
+        if (!statuses.some((s) => s.startsWith('2'))) missing.push(`${method} ${path}: no 2xx`)
+        const exempt = method === 'get' && path === '/v1/uploads/{appId}/{name}'
+        if (statuses.includes('413') === exempt) missing.push(`${method} ${path}: 413 ${exempt ? 'documented' : 'missing'}`)
+      }
+    }
+    expect(missing).toEqual([])
+    // What the document says is what the server does: routes that did not list 413 answer it.
+    const t = await seedTenant(srv.admin)
+    const big = 'x'.repeat(8 * 1024 * 1024 + 1)
+    for (const [method, path] of [['PATCH', `/v1/feedback/${'a'.repeat(24)}`], ['POST', `/v1/tokens/mint?appId=${t.appId}`], ['POST', '/v1/reporters/erase']] as const) {
+      const r = await call(srv.url, method, path, { auth: t.key, rawBody: big, headers: { 'content-type': 'application/json' } })
+      expect([method, path, r.status, r.body.error.code]).toEqual([method, path, 413, 'payload_too_large'])
+    }
+    // The signed download refuses a query it does not take (400 invalid_body), as its document now says.
+    const junk = await call(srv.url, 'GET', `/v1/uploads/${t.appId}/${'a'.repeat(32)}?expires=1&sig=x&junk=1`)
+    expect([junk.status, junk.body.error.code]).toEqual([400, 'invalid_body'])
+    expect(doc.paths['/v1/uploads/{appId}/{name}'].get.responses['400'].content['application/json'].schema.properties.error.properties.code.enum).toContain('invalid_body')
+    // A tracker's disconnection answers 204 with no body: documented so, with no content.
+    expect(doc.paths['/v1/apps/{id}/tracker'].delete.responses['204']).toEqual({ description: expect.any(String) })
   })
 
   test('error codes documented for a route are the ones it sends', async () => {

@@ -49,6 +49,6 @@ export function widgetAssets() {
         if (table !== undefined) return new Response(table, { headers: { ...shared, 'content-type': 'application/json; charset=utf-8', 'cache-control': immutable } })
         throw new ApiError('not_found', undefined, 'No such widget file')
       },
-      { detail: { summary: 'The widget UI, locale tables and session recorder (lazy-loaded)', description: 'Loaded by widget.js on first open: the UI script, and the chosen language\'s strings as locale-<tag>-<hash>.json; the session recorder only when the App has replay on; the names carry a content hash, so they are cached for a year.', tags: ['Widget'], responses: { 200: { description: 'JavaScript' }, 404: { description: 'not_found (envelope)' } } } },
+      { detail: { summary: 'The widget UI, locale tables and session recorder (lazy-loaded)', description: 'Loaded by widget.js on first open: the UI script, and the chosen language\'s strings as locale-<tag>-<hash>.json; the session recorder only when the App has replay on; the names carry a content hash, so they are cached for a year.', tags: ['Widget'], responses: { 200: { description: 'JavaScript' }, 404: { description: 'not_found (envelope)' }, 413: { description: 'payload_too_large (envelope): a body over 8 MB is refused before any route (error-docs.ts errorSchemas)' } } } },
     )
 }

@@ -140,7 +140,7 @@ export function consoleRoutes(deps: AdminAuthDeps, svc: ConsoleService) {
       access: 'audit.read',
       params: OrgParams,
       query: AuditQuery,
-      response: errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'not_found', 'forbidden'),
+      response: { 200: t.NoValidate(t.Object({ data: t.Array(t.Unknown()), nextCursor: t.Union([t.String(), t.Null()]) })), ...errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'not_found', 'forbidden') },
       detail: doc("The Org's audit log, newest first"),
     })
 }

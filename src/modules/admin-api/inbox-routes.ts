@@ -59,7 +59,7 @@ export function inboxRoutes(
         access: 'org.read',
         params: OrgParams,
         query: InboxQuery,
-        response: errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'not_found', 'app_not_found'),
+        response: { 200: t.NoValidate(t.Object({ data: t.Array(t.Unknown()), nextCursor: t.Union([t.String(), t.Null()]), eventSeq: t.Number() })), ...errorSchemas(...AUTH, 'invalid_id', 'invalid_body', 'not_found', 'app_not_found') },
         detail: doc('Reports of a status folder, newest first, filtered, with unread marks', 'Leads only (duplicates are under their lead). Cursor paging by id.'),
       },
     )
@@ -68,7 +68,7 @@ export function inboxRoutes(
       ({ caller, params }) => {
         return inbox.counts(params.orgId, caller.admin.id)
       },
-      { access: 'org.read', params: OrgParams, response: errorSchemas(...AUTH, 'invalid_id', 'not_found'), detail: doc('Unread reports per folder (stops counting at 1000)') },
+      { access: 'org.read', params: OrgParams, response: { 200: t.NoValidate(t.Record(t.String(), t.Number())), ...errorSchemas(...AUTH, 'invalid_id', 'not_found') }, detail: doc('Unread reports per folder (stops counting at 1000)') },
     )
     .post(
       '/admin/api/orgs/:orgId/reads',
@@ -98,7 +98,7 @@ export function inboxRoutes(
       {
         access: 'org.read',
         params: t.Object({ orgId: t.String({ pattern: ID_PATTERN }), id: IdParams.properties.id }, { additionalProperties: false }),
-        response: errorSchemas(...AUTH, 'invalid_id', 'not_found'),
+        response: { 200: t.NoValidate(t.Object({ data: t.Array(t.Unknown()), notification: t.Unknown() })), ...errorSchemas(...AUTH, 'invalid_id', 'not_found') },
         detail: doc(
           "A report's events (status changes, merges, agent runs), oldest first",
           'notification: the reporter\'s "fixed" mail as GET /v1/feedback/:id/notification answers it, or null when there is none (no opt-in, not resolved yet).',

@@ -10,7 +10,7 @@ import { oneOf } from '../../core/schema'
 import { TRACKER_KINDS } from '../../trackers/adapter'
 import { accessGuard } from '../../http/access-guard'
 import { actedBy, confirmSessionCaller, orgAuth, type AuthDeps } from '../../http/auth'
-import { BEARER_SK, errorSchemas, ORG_AUTH_ERRORS, ORG_OWNER_ERRORS } from '../../http/error-docs'
+import { BEARER_SK, errorSchemas, noContentResponses, ORG_AUTH_ERRORS, ORG_OWNER_ERRORS } from '../../http/error-docs'
 import { jsonDepthExceeds, MAX_JSON_DEPTH, readBodyBounded } from '../../http/strict-json'
 import { baseUrlOf } from '../uploads/index'
 import { MAPPED_ACTIONS } from './mapping'
@@ -118,8 +118,12 @@ export function trackerRoutes(auth: AuthDeps, trackers: TrackersService, publicU
       {
         access: 'trackers.manage',
         params: AppParams,
-        response: errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_id', 'app_not_found', 'tracker_not_connected'),
-        detail: { ...doc("Disconnect the App's issue tracker", '204 (no body): syncing stops; the links of existing issues stay readable on their reports.'), responses: { 204: { description: 'Disconnected' } } },
+        // The 204 and the errors documented together (error-docs.ts noContentResponses): with a `response`
+        // map the document listed the errors and no success at all.
+        detail: {
+          ...doc("Disconnect the App's issue tracker", '204 (no body): syncing stops; the links of existing issues stay readable on their reports.'),
+          responses: noContentResponses('Disconnected (no body)', errorSchemas(...ORG_OWNER_ERRORS, 'invalid_body', 'invalid_id', 'app_not_found', 'tracker_not_connected')),
+        },
       },
     )
     .post(

@@ -5,7 +5,7 @@
 import { Elysia } from 'elysia'
 import { authenticateWidget, type AuthDeps } from '../../http/auth'
 import { accessGuard } from '../../http/access-guard'
-import { BEARER_PUB, errorSchemas, WIDGET_AUTH_ERRORS } from '../../http/error-docs'
+import { BEARER_PUB, errorSchemas, signedUrlErrorSchemas, WIDGET_AUTH_ERRORS } from '../../http/error-docs'
 import type { EmbeddedBlobStore } from '../../blobs/embedded-store'
 import type { UploadsService } from './service'
 import { SignedQuery, UploadParams, UploadUrlBody, UploadUrlResponse } from './model'
@@ -66,7 +66,7 @@ export function embeddedUploadRoutes(uploads: UploadsService, embedded: Embedded
         parse: 'none',
         response: {
           200: t.Object({ key: t.String(), uploaded: t.Literal(true) }),
-          ...errorSchemas('invalid_body', 'invalid_signature', 'url_expired', 'unknown_app', 'not_found', 'already_uploaded', 'payload_too_large'),
+          ...signedUrlErrorSchemas('invalid_body', 'invalid_signature', 'url_expired', 'unknown_app', 'not_found', 'already_uploaded', 'payload_too_large'),
         },
         detail: { summary: 'Upload an object to the embedded store (signed URL from upload-url)', tags: ['uploads'] },
       },
@@ -75,7 +75,7 @@ export function embeddedUploadRoutes(uploads: UploadsService, embedded: Embedded
       access: 'signed_url',
       params: UploadParams,
       query: SignedQuery,
-      response: { 200: t.Unknown({ description: 'The object, with its content type, nosniff and Content-Disposition: attachment' }), ...errorSchemas('invalid_signature', 'url_expired', 'not_found') },
+      response: { 200: t.Unknown({ description: 'The object, with its content type, nosniff and Content-Disposition: attachment' }), ...signedUrlErrorSchemas('invalid_body', 'invalid_signature', 'url_expired', 'not_found') },
       detail: { summary: 'Download an object from the embedded store (signed URL from GET /v1/feedback/:id)', tags: ['uploads'] },
     })
 }
