@@ -393,6 +393,21 @@ describe('a running server sees CLI changes at once', () => {
     expect(r.status).toBe(401)
     expect(r.body.error.code).toBe('unknown_app')
     expect((await call(server.url, 'GET', `/v1/feedback/${before.body.id}`, { auth: t.key })).status).toBe(200)
+    // Its reports stay listable by appId, and so do its events: the feed and the stream filtered on the
+    // deleted App answered 404 app_not_found, though its reports still move (an archive here) and their
+    // events carry its id in the unfiltered feed.
+    expect((await call(server.url, 'GET', `/v1/feedback?appId=${app.id}&includeDuplicates=true`, { auth: t.key })).body.data.map((f: { id: string }) => f.id)).toEqual([before.body.id])
+    expect((await call(server.url, 'PATCH', `/v1/feedback/${before.body.id}`, { auth: t.key, body: { status: 'archived' } })).status).toBe(200)
+    const feed = await call(server.url, 'GET', `/v1/events?appId=${app.id}&limit=500`, { auth: t.key })
+    expect(feed.status).toBe(200)
+    expect(feed.body.data.every((e: { appId: string }) => e.appId === app.id)).toBe(true)
+    expect(feed.body.data.find((e: { type: string; data: { to?: string } }) => e.type === 'feedback.status_changed' && e.data.to === 'archived')?.data.feedbackId).toBe(before.body.id)
+    const ctl = new AbortController()
+    const stream = await fetch(`${server.url}/v1/events/stream?appId=${app.id}`, { headers: { authorization: `Bearer ${t.key}` }, signal: ctl.signal })
+    ctl.abort()
+    expect(stream.status).toBe(200)
+    // An id never of this Org is still 404.
+    expect((await call(server.url, 'GET', `/v1/events?appId=${'ab'.repeat(12)}`, { auth: t.key })).body.error.code).toBe('app_not_found')
   })
 })
 

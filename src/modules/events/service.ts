@@ -52,8 +52,10 @@ export function createEventsService(repo: EventsRepo, hub: EventHub, apps: AppsR
   /** Open streams per credential id (`sk_` key id or `session:<id>`), never the credential itself. */
   const openByKey = new Map<string, number>()
   let openTotal = 0
+  // An App ever of the Org, deleted ones included, as GET /v1/feedback?appId= reads it: a deleted App's
+  // reports stay readable and movable, and their events carry its id; the filter answered 404 for them.
   const checkApp = async (orgId: string, appId: string | undefined) => {
-    if (appId && !(await apps.getForOrg(orgId, appId))) throw new ApiError('app_not_found')
+    if (appId && !(await apps.everInOrg(orgId, appId))) throw new ApiError('app_not_found')
   }
   return {
     async list(orgId: string, q: EventQuery) {
