@@ -53,6 +53,14 @@ test('/metrics: Prometheus text with requests, latency, reports, jobs, agent run
     expect((await call(server.url, 'GET', '/metrics', { auth: 'wrong' })).status).toBe(401)
     const res = await fetch(server.url + '/metrics', { headers: { authorization: 'Bearer scrape-secret' } })
     expect(res.status).toBe(200)
+    // The scheme is case-insensitive and one or more spaces follow it (RFC 6750, RFC 7235 1*SP), as the
+    // /v1 routes read their keys: the token was refused after two spaces.
+    for (const header of ['bearer scrape-secret', 'BEARER scrape-secret', 'Bearer  scrape-secret']) {
+      expect([header, (await fetch(server.url + '/metrics', { headers: { authorization: header } })).status]).toEqual([header, 200])
+    }
+    for (const header of ['Bearer scrape-secretx', 'Bearer', 'Basic scrape-secret', 'scrape-secret']) {
+      expect([header, (await fetch(server.url + '/metrics', { headers: { authorization: header } })).status]).toEqual([header, 401])
+    }
     expect(res.headers.get('content-type')).toContain('text/plain')
     const text = await res.text()
     // The parser throws on any malformed line, so parsing at all validates the whole exposition.

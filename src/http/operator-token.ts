@@ -17,7 +17,8 @@ export function operatorToken(token: string | undefined): (request: Request) => 
     if (!expected) return 'unset'
     const header = request.headers.get('authorization')
     if (!header) return 'absent'
-    const given = /^Bearer (.+)$/i.exec(header)?.[1] ?? ''
+    // One or more spaces after the scheme (RFC 6750, RFC 7235's 1*SP), as src/http/auth.ts reads keys.
+    const given = /^Bearer +(.+)$/i.exec(header)?.[1] ?? ''
     return timingSafeEqual(digest(given), expected) ? 'match' : 'mismatch'
   }
 }
