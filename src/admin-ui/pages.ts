@@ -11,6 +11,7 @@ import { ApiError } from '../core/errors'
 import { resolveSession, type AdminAuthDeps } from '../http/admin-auth'
 import { canSee } from '../modules/admins/service'
 import { favicon as faviconIcon } from './favicon'
+import { noneMatch } from '../http/etag'
 
 const byUrl = new Map([...ASSETS, ...Object.values(REPLAY_FRAME_ASSETS)].map((a) => [a.url, a]))
 const importMap = JSON.stringify({ imports: Object.fromEntries(ASSETS.filter((a) => a.specifier).map((a) => [a.specifier, a.url])) })
@@ -174,7 +175,7 @@ const faviconHeaders = (etag: string) => ({
 /** GET /favicon.ico for every page the server has (browsers ask for it whether a page links it or not). */
 function favicon(request: Request): Response {
   const { ico, etag } = faviconIcon()
-  if (request.headers.get('if-none-match') === etag) return new Response(null, { status: 304, headers: faviconHeaders(etag) })
+  if (noneMatch(request.headers.get('if-none-match'), etag)) return new Response(null, { status: 304, headers: faviconHeaders(etag) })
   return new Response(ico, { headers: faviconHeaders(etag) })
 }
 

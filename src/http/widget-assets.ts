@@ -13,6 +13,7 @@ import replay from '../../widget/dist/replay.js' with { type: 'text' }
 import manifest from '../../widget/dist/manifest.json'
 import localeTables from '../../widget/dist/locales.json'
 import { ApiError } from '../core/errors'
+import { noneMatch } from './etag'
 
 export const WIDGET_PATH = '/widget.js'
 export const WIDGET_UI_PATH = `/widget/${manifest.uiFile}`
@@ -34,7 +35,7 @@ export function widgetAssets() {
     .get(
       WIDGET_PATH,
       ({ request }) =>
-        request.headers.get('if-none-match') === loaderEtag
+        noneMatch(request.headers.get('if-none-match'), loaderEtag)
           ? new Response(null, { status: 304, headers: { etag: loaderEtag, ...shared } })
           : new Response(loader, { headers: { ...shared, etag: loaderEtag, 'cache-control': 'public, max-age=300, stale-while-revalidate=86400' } }),
       { detail: { summary: 'The browser widget loader', description: 'An ES2019 script; `<script src="/widget.js" data-public-key="pub_..." async>` mounts the widget. Cached 5 minutes.', tags: ['Widget'], responses: { 200: { description: 'JavaScript' }, 304: { description: 'Not modified' } } } },
