@@ -273,6 +273,24 @@ describe('retries that are safe', () => {
     })
   }
 
+  test('headers are merged by name whatever their case: an Idempotency-Key given as a header is sent alone, and dedupes', async () => {
+    const proxy = await faultProxy(s.url)
+    try {
+      const c = new Fixloop({ apiKey: s.key, publicKey: s.pub, baseUrl: proxy.url, defaultHeaders: { Accept: 'application/json' } })
+      const key = `header-cased-${Date.now()}`
+      const text = 'One report whose Idempotency-Key came as a header'
+      const a = await c.feedback.submit({ text }, { headers: { 'Idempotency-Key': key } })
+      const b = await c.feedback.submit({ text }, { headers: { 'Idempotency-Key': key } })
+      expect(b.id).toBe(a.id)
+      const head = proxy.heads.find((h) => h.startsWith('POST /v1/feedback '))!
+      expect(headerOf(head, 'idempotency-key')).toBe(key)
+      expect(headerOf(head, 'accept')).toBe('application/json')
+      expect(await countWithText(text)).toBe(1)
+    } finally {
+      await proxy.close()
+    }
+  })
+
   test('a GET that times out is retried and then fails as TimeoutError; a POST without idempotency is not retried on 5xx', async () => {
     let hits = 0
     const hang = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => (hits++, new Promise<Response>(() => {})) })

@@ -101,9 +101,9 @@ export class Core {
   headers(req: Request, opts: RequestOptions): Record<string, string> {
     const key = req.auth === 'pub' ? this.options.publicKey : this.options.apiKey
     if (!key) throw new TypeError(`fixloop: this call needs ${req.auth === 'pub' ? 'publicKey (pub_…)' : 'apiKey (sk_…)'} in the client options`)
-    const h: Record<string, string> = { accept: 'application/json', ...this.options.defaultHeaders, authorization: `Bearer ${key}` }
+    const h: Record<string, string> = { accept: 'application/json', ...lowerCased(this.options.defaultHeaders), authorization: `Bearer ${key}` }
     if (req.body !== undefined) h['content-type'] = 'application/json'
-    return { ...h, ...opts.headers }
+    return { ...h, ...lowerCased(opts.headers) }
   }
 
   /** Sends the request, retrying when it is safe; resolves with the parsed JSON body. */
@@ -164,6 +164,17 @@ export class Core {
       if (!live) opts.signal?.removeEventListener('abort', onAbort)
     }
   }
+}
+
+/**
+ * Header names are case-insensitive but object keys are not: merged as given, a caller's
+ * `Idempotency-Key` went out beside ours as one header "key, <uuid>" (which the server refuses), and an
+ * `Accept` beside ours as "application/json, application/json". Lower-cased, the caller's replaces ours.
+ */
+function lowerCased(headers: Record<string, string> | undefined): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [k, v] of Object.entries(headers ?? {})) out[k.toLowerCase()] = v
+  return out
 }
 
 function parseJson(text: string): unknown {
