@@ -273,6 +273,24 @@ describe('retries that are safe', () => {
     })
   }
 
+  test('409 not_yet_sanitized (Retry-After: 1) is retried: similar and merge right after submit succeed', async () => {
+    const retries: RetryInfo[] = []
+    const c = new Fixloop({ apiKey: s.key, publicKey: s.pub, baseUrl: s.url, onRetry: (r) => retries.push(r) })
+    const lead = await c.feedback.submit({ text: 'The export to CSV button downloads an empty file' })
+    // The worker sanitizes within milliseconds: a call made at once after the 201 often (not always) finds
+    // the report unsanitized; go on until one did.
+    for (let i = 0; i < 20 && retries.length === 0; i++) {
+      const { id } = await c.feedback.submit({ text: `The export to CSV button gives an empty file, attempt ${i}` })
+      expect(Array.isArray((await c.feedback.similar(id)).data)).toBe(true)
+      expect((await c.feedback.merge(id, lead.id)).duplicateOfId).toBe(lead.id)
+    }
+    expect(retries.length).toBeGreaterThanOrEqual(1)
+    for (const r of retries) {
+      expect(r.error.code).toBe('not_yet_sanitized')
+      expect(r.delayMs).toBeGreaterThanOrEqual(1000)
+    }
+  }, 60_000)
+
   test('headers are merged by name whatever their case: an Idempotency-Key given as a header is sent alone, and dedupes', async () => {
     const proxy = await faultProxy(s.url)
     try {

@@ -3,7 +3,7 @@
  *
  * A retry happens only when repeating the request cannot do the work twice: reads; writes the server
  * makes idempotent (an Idempotency-Key created once per call and re-sent on every attempt); and answers
- * that prove the write was refused before it ran (429, 408, 409 concurrent_update). Never on
+ * that prove the write was refused before it ran (429, 408, 409 concurrent_update and not_yet_sanitized). Never on
  * invalid_transition or invalid_target: the same request would fail the same way.
  */
 import { ConnectionError, FixloopError, TimeoutError, errorFromResponse, retryAfterMs } from './errors.js'
@@ -188,8 +188,9 @@ function parseJson(text: string): unknown {
 
 function shouldRetry(req: Request, error: FixloopError): boolean {
   const { status, code } = error
-  // Refused before any work was done: always safe to send again.
-  if (status === 429 || status === 408 || code === 'concurrent_update') return true
+  // Refused before any work was done: always safe to send again. not_yet_sanitized (409 with Retry-After)
+  // answers a triage call made on a report the worker has not sanitized yet, typically right after submit.
+  if (status === 429 || status === 408 || code === 'concurrent_update' || code === 'not_yet_sanitized') return true
   if (code === 'invalid_transition' || code === 'invalid_target') return false
   // The request may or may not have run: repeat only what cannot happen twice.
   const repeatable = req.method === 'GET' || req.method === 'PATCH' || req.method === 'DELETE' || req.idempotent === true

@@ -21,6 +21,7 @@ export type ErrorCode =
   | 'concurrent_update'
   | 'invalid_target'
   | 'idempotency_key_reused'
+  | 'not_yet_sanitized'
   | 'payload_too_large'
   | 'rate_limited'
   | 'internal_error'
