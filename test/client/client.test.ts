@@ -291,6 +291,52 @@ describe('retries that are safe', () => {
     }
   }, 60_000)
 
+  test('repeated 429s back off exponentially above the Retry-After floor (spec part 8), with jitter', async () => {
+    // A 429 storm (a proxy's or a busy limiter's): every answer says Retry-After: 1.
+    let hits = 0
+    const storm = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      fetch: () => (hits++, Response.json({ error: { code: 'rate_limited', message: 'slow down' } }, { status: 429, headers: { 'retry-after': '1' } })),
+    })
+    try {
+      const retries: RetryInfo[] = []
+      const c = new Fixloop({ apiKey: 'sk_x', baseUrl: `http://127.0.0.1:${storm.port}`, maxRetries: 3, onRetry: (r) => retries.push(r) })
+      const err = await c.apps.list().then(() => null, (e) => e)
+      expect(err).toBeInstanceOf(RateLimitError)
+      expect(hits).toBe(4)
+      const delays = retries.map((r) => r.delayMs)
+      for (const d of delays) expect(d).toBeGreaterThanOrEqual(1000)
+      // 0.5 s · 2^n with at most 25 % jitter off: the third retry waits at least 1.5 s, more than the floor.
+      expect(delays[2]).toBeGreaterThanOrEqual(1500)
+      expect(delays[2]).toBeGreaterThan(delays[0])
+    } finally {
+      storm.stop(true)
+    }
+  }, 30_000)
+
+  test('a Retry-After beyond the 60 s cap is not retried early: the RateLimitError comes at once', async () => {
+    let hits = 0
+    const far = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      fetch: () => (hits++, Response.json({ error: { code: 'rate_limited', message: 'hourly upload budget spent' } }, { status: 429, headers: { 'retry-after': '300' } })),
+    })
+    try {
+      const retries: RetryInfo[] = []
+      const c = new Fixloop({ apiKey: 'sk_x', baseUrl: `http://127.0.0.1:${far.port}`, onRetry: (r) => retries.push(r) })
+      const started = Date.now()
+      const err: any = await c.apps.list().then(() => null, (e) => e)
+      expect(Date.now() - started).toBeLessThan(5000)
+      expect(err).toBeInstanceOf(RateLimitError)
+      expect(err.retryAfterSeconds).toBe(300)
+      expect(hits).toBe(1)
+      expect(retries).toEqual([])
+    } finally {
+      far.stop(true)
+    }
+  }, 10_000)
+
   test('headers are merged by name whatever their case: an Idempotency-Key given as a header is sent alone, and dedupes', async () => {
     const proxy = await faultProxy(s.url)
     try {

@@ -62,7 +62,7 @@ export interface Request {
   idempotent?: boolean
 }
 
-/** Retry-After is a floor, capped so a misbehaving proxy cannot park a caller for hours. */
+/** Retry-After is a floor; one beyond this is not waited for (a misbehaving proxy cannot park a caller for hours). */
 const MAX_RETRY_AFTER_MS = 60_000
 const MAX_BACKOFF_MS = 8_000
 
@@ -129,6 +129,9 @@ export class Core {
         error = e
       }
       if (attempt >= maxRetries || !shouldRetry(req, error) || opts.signal?.aborted) throw error
+      // Waiting less than Retry-After would only earn another 429; waiting longer than the cap parks the
+      // caller: past it, the error (with retryAfterSeconds) is theirs to schedule.
+      if ((retryAfterMs(error.headers) ?? 0) > MAX_RETRY_AFTER_MS) throw error
       const delayMs = retryDelayMs(attempt, error)
       this.options.onRetry?.({ attempt: attempt + 1, delayMs, error, method: req.method, path: req.path })
       await pause(delayMs, opts.signal)
@@ -197,12 +200,15 @@ function shouldRetry(req: Request, error: FixloopError): boolean {
   return repeatable && (status >= 500 || status === 0)
 }
 
-/** 0.5 s · 2^n capped at 8 s, with jitter; Retry-After (capped) is the floor. */
+/**
+ * 0.5 s · 2^n capped at 8 s, with jitter; Retry-After is the floor, not the delay (spec part 8: "the value
+ * is a floor; back off exponentially on repeated 429s"), so a storm of Retry-After: 1 still spreads out.
+ */
 function retryDelayMs(attempt: number, error: FixloopError): number {
   const backoff = Math.min(500 * 2 ** attempt, MAX_BACKOFF_MS) * (0.75 + Math.random() * 0.25)
   const floor = retryAfterMs(error.headers)
   if (floor === null) return Math.round(backoff)
-  return Math.round(Math.min(floor, MAX_RETRY_AFTER_MS) + Math.random() * 250)
+  return Math.round(Math.max(backoff, floor + Math.random() * 250))
 }
 
 /** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
