@@ -188,6 +188,26 @@ describe('paging', () => {
 })
 
 describe('errors by code', () => {
+  test('a 200 that is not JSON (baseUrl reaching a web page, not the API) is a FixloopError, not undefined', async () => {
+    // What a reverse proxy answers when baseUrl misses fixloop's path prefix: its own site's page.
+    const site = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response('<!doctype html><title>Acme</title>', { headers: { 'content-type': 'text/html' } }) })
+    try {
+      const c = new Fixloop({ apiKey: 'sk_x', baseUrl: `http://127.0.0.1:${site.port}` })
+      const err: any = await c.feedback.retrieve('0123456789abcdef01234567').then((v) => v, (e) => e)
+      expect(err).toBeInstanceOf(FixloopError)
+      expect(err.status).toBe(200)
+      expect(err.code).toBe('invalid_response')
+      expect(err.message).toContain('text/html')
+      const iterated = await (async () => {
+        for await (const _ of c.feedback.list()) void _
+      })().then(() => null, (e) => e)
+      expect(iterated).toBeInstanceOf(FixloopError)
+      expect(iterated.code).toBe('invalid_response')
+    } finally {
+      site.stop(true)
+    }
+  })
+
   test('a bad id is InvalidRequestError with the request id; a wrong key is AuthenticationError', async () => {
     const bad = await client.feedback.retrieve('nope').catch((e) => e)
     expect(bad).toBeInstanceOf(InvalidRequestError)

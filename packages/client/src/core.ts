@@ -116,9 +116,20 @@ export class Core {
     for (let attempt = 0; ; attempt++) {
       let error: FixloopError
       try {
-        const [res, parsed] = await this.send(url, { method: req.method, headers, body }, opts, async (r) => [r, parseJson(await r.text())] as const)
-        if (res.ok) return parsed as T
-        error = errorFromResponse(res, parsed)
+        const [res, text] = await this.send(url, { method: req.method, headers, body }, opts, async (r) => [r, await r.text()] as const)
+        const parsed = parseJson(text)
+        // A 2xx that is not JSON is not fixloop's API answering (a site's or a proxy's page: a baseUrl that
+        // misses a path prefix); resolving with undefined failed later, far from the cause.
+        if (res.ok && (parsed !== undefined || !text)) return parsed as T
+        error = res.ok
+          ? new FixloopError({
+              status: res.status,
+              code: 'invalid_response',
+              message: `the server answered ${res.status} with ${res.headers.get('content-type') ?? 'no content type'}, not JSON: is baseUrl (${this.baseUrl}) the fixloop API?`,
+              requestId: res.headers.get('x-request-id'),
+              headers: res.headers,
+            })
+          : errorFromResponse(res, parsed)
         // A retried PATCH whose first attempt landed finds the item already where it asked it to go.
         if (attempt > 0 && req.method === 'PATCH' && error.code === 'invalid_transition') {
           const d = error.details as { from?: string; to?: string } | undefined

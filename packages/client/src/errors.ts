@@ -28,6 +28,7 @@ export type ErrorCode =
   | 'connection_error'
   | 'timeout'
   | 'stream_error'
+  | 'invalid_response'
   | (string & {})
 
 export interface FixloopErrorInit {
