@@ -104,3 +104,48 @@ describe('event framing across chunks', () => {
     ])
   })
 })
+
+describe('a stream that reconnects for hours', () => {
+  test("each reconnect lets go of the caller's signal: no abort listeners pile up (MaxListenersExceededWarning, a leak)", async () => {
+    // A proxy that ends every stream after one event (idle timeouts do this for days on end).
+    let seq = 0
+    const oneEach = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      fetch: () => {
+        seq++
+        const event = { id: `e${seq}`, seq, type: 'feedback.received', createdAt: new Date().toISOString(), appId: null, data: {} }
+        return new Response(`id: ${seq}\ndata: ${JSON.stringify(event)}\n\n`, { headers: { 'content-type': 'text/event-stream' } })
+      },
+    })
+    try {
+      const controller = new AbortController()
+      const signal = controller.signal
+      // Count the abort listeners held on the caller's signal.
+      const held = new Set<unknown>()
+      const add = signal.addEventListener.bind(signal)
+      const remove = signal.removeEventListener.bind(signal)
+      signal.addEventListener = ((type: string, listener: EventListener, options?: AddEventListenerOptions) => {
+        if (type === 'abort') held.add(listener)
+        add(type, listener, options)
+      }) as typeof signal.addEventListener
+      signal.removeEventListener = ((type: string, listener: EventListener, options?: EventListenerOptions) => {
+        if (type === 'abort') held.delete(listener)
+        remove(type, listener, options)
+      }) as typeof signal.removeEventListener
+      const client = new Fixloop({ apiKey: 'sk_test', baseUrl: `http://127.0.0.1:${oneEach.port}` })
+      let events = 0
+      let most = 0
+      for await (const _ of client.events.stream({}, { signal })) {
+        most = Math.max(most, held.size)
+        if (++events === 12) break
+      }
+      expect(seq).toBeGreaterThanOrEqual(12)
+      // One connection's worth at most (its fetch and the pause before the next), not one per reconnect.
+      expect(most).toBeLessThanOrEqual(2)
+      expect(held.size).toBe(0)
+    } finally {
+      oneEach.stop(true)
+    }
+  }, 30_000)
+})

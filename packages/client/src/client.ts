@@ -200,8 +200,15 @@ class Events {
       const url = this.core.url('/v1/events/stream', { types: params.types, appId: params.appId, after: lastSeq })
       const headers: Record<string, string> = { ...this.core.headers({ method: 'GET', path: '' }, opts), accept: 'text/event-stream' }
       if (lastSeq !== undefined) headers['last-event-id'] = String(lastSeq)
+      // One signal per connection, tied to the caller's and untied when the connection ends: `send` keeps
+      // its listener for as long as the body is read, and on the caller's own signal that was one more
+      // listener per reconnect, for as long as the stream ran (MaxListenersExceededWarning, a leak).
+      const connection = new AbortController()
+      const abort = () => connection.abort(opts.signal?.reason)
+      if (opts.signal?.aborted) abort()
+      else opts.signal?.addEventListener('abort', abort, { once: true })
       try {
-        const res = await this.core.send(url, { headers }, opts, async (r) => r, true)
+        const res = await this.core.send(url, { headers }, { ...opts, signal: connection.signal }, async (r) => r, true)
         if (!res.ok || !res.body) throw errorFromResponse(res, await res.json().catch(() => undefined))
         failures = 0
         for await (const message of readSse(res.body)) {
@@ -216,6 +223,8 @@ class Events {
         const status = (e as { status?: number }).status
         if (status !== undefined && status !== 0 && status < 500 && status !== 429) throw e
         if (++failures > 8) throw e
+      } finally {
+        opts.signal?.removeEventListener('abort', abort)
       }
       if (opts.signal?.aborted) return
       await pause(Math.min(500 * 2 ** failures, 8000), opts.signal).catch(() => {})

@@ -222,11 +222,15 @@ function retryDelayMs(attempt: number, error: FixloopError): number {
   return Math.round(Math.max(backoff, floor + Math.random() * 250))
 }
 
-/** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
+/**
+ * Waits `ms`, or rejects with the signal's reason as soon as it aborts. The listener goes when the wait
+ * ends: a stream or waitFor pausing for days on one signal must not pile one up per pause.
+ */
 export function pause(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason)
-    const timer = setTimeout(resolve, ms)
-    signal?.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true })
+    const onAbort = () => (clearTimeout(timer), reject(signal!.reason))
+    const timer = setTimeout(() => (signal?.removeEventListener('abort', onAbort), resolve()), ms)
+    signal?.addEventListener('abort', onAbort, { once: true })
   })
 }
