@@ -132,6 +132,34 @@ describe('events and webhooks', () => {
     expect(seen).toContain('feedback.status_changed')
   })
 
+  test("events.stream refused for too many open streams (429, Retry-After: 60) waits that long before it reconnects", async () => {
+    const capped = await seededServer({ FIXLOOP_SSE_STREAMS_PER_KEY: '1' })
+    const first = new AbortController()
+    const second = new AbortController()
+    try {
+      const c = new Fixloop({ apiKey: capped.key, baseUrl: capped.url })
+      const opened = (async () => {
+        for await (const _ of c.events.stream({}, { signal: first.signal })) void _
+      })()
+      await Bun.sleep(500)
+      let attempts = 0
+      const counting = new Fixloop({ apiKey: capped.key, baseUrl: capped.url, fetch: (input, init) => (attempts++, fetch(input, init)) })
+      const refused = (async () => {
+        for await (const _ of counting.events.stream({}, { signal: second.signal })) void _
+      })()
+      // Reconnects after 1, 2 and 4 s would ignore the server's floor (spec part 8).
+      await Bun.sleep(7500)
+      expect(attempts).toBe(1)
+      first.abort()
+      second.abort()
+      await Promise.all([opened, refused])
+    } finally {
+      first.abort()
+      second.abort()
+      await capped.stop()
+    }
+  }, 30_000)
+
   test('webhooks: create, a real test delivery verified with verifyWebhook, deliveries, redeliver, rotate, delete', async () => {
     const received: { body: string; headers: Headers }[] = []
     const receiver = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: async (req) => (received.push({ body: await req.text(), headers: req.headers }), new Response('ok')) })

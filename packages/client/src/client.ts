@@ -2,7 +2,7 @@
  * `new Fixloop({ apiKey, baseUrl })`: one object per server, its resources mirroring the REST API.
  */
 import { Core, pause, type ClientOptions, type RequestOptions } from './core.js'
-import { NotFoundError, StreamError, TimeoutError, errorFromResponse } from './errors.js'
+import { FixloopError, NotFoundError, StreamError, TimeoutError, errorFromResponse, retryAfterMs } from './errors.js'
 import { PagedList } from './paging.js'
 import { readSse } from './sse.js'
 import type * as T from './types.js'
@@ -196,7 +196,7 @@ class Events {
    */
   async *stream(params: Omit<T.EventListParams, 'limit'> = {}, opts: RequestOptions = {}): AsyncGenerator<T.FixloopEvent> {
     let lastSeq = params.after
-    for (let failures = 0; ; ) {
+    for (let failures = 0, floorMs = 0; ; floorMs = 0) {
       const url = this.core.url('/v1/events/stream', { types: params.types, appId: params.appId, after: lastSeq })
       const headers: Record<string, string> = { ...this.core.headers({ method: 'GET', path: '' }, opts), accept: 'text/event-stream' }
       if (lastSeq !== undefined) headers['last-event-id'] = String(lastSeq)
@@ -223,11 +223,13 @@ class Events {
         const status = (e as { status?: number }).status
         if (status !== undefined && status !== 0 && status < 500 && status !== 429) throw e
         if (++failures > 8) throw e
+        // Retry-After is a floor here too (spec part 8): the server's cap on open streams asks for 60 s.
+        if (e instanceof FixloopError) floorMs = retryAfterMs(e.headers) ?? 0
       } finally {
         opts.signal?.removeEventListener('abort', abort)
       }
       if (opts.signal?.aborted) return
-      await pause(Math.min(500 * 2 ** failures, 8000), opts.signal).catch(() => {})
+      await pause(Math.max(Math.min(500 * 2 ** failures, 8000), floorMs), opts.signal).catch(() => {})
     }
   }
 }
