@@ -216,6 +216,17 @@ describe('paging', () => {
 })
 
 describe('errors by code', () => {
+  test('a list call is a promise like any other call: .catch and .finally work on it', async () => {
+    const wrong = new Fixloop({ apiKey: 'sk_not_a_real_key_at_all_0000000000', baseUrl: s.url, maxRetries: 0 })
+    const caught = await wrong.apps.list().catch((e: unknown) => e)
+    expect(caught).toBeInstanceOf(AuthenticationError)
+    let settled = false
+    const page = await client.feedback.list({ limit: 1 }).finally(() => (settled = true))
+    expect(settled).toBe(true)
+    expect(Array.isArray(page.data)).toBe(true)
+    expect(Array.isArray((await client.events.list({ after: 0, limit: 1 }).catch(() => null))?.data)).toBe(true)
+  })
+
   test('a 200 that is not JSON (baseUrl reaching a web page, not the API) is a FixloopError, not undefined', async () => {
     // What a reverse proxy answers when baseUrl misses fixloop's path prefix: its own site's page.
     const site = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response('<!doctype html><title>Acme</title>', { headers: { 'content-type': 'text/html' } }) })

@@ -1,6 +1,6 @@
 /**
- * A paged list: `await` it for the first page, `for await` it for every item of every page, or
- * `.toArray({ limit })` for a bounded array. Pages are fetched lazily, one at a time.
+ * A paged list: `await` it (or `.then`/`.catch`/`.finally`) for the first page, `for await` it for every
+ * item of every page, or `.toArray({ limit })` for a bounded array. Pages are fetched lazily, one at a time.
  */
 
 export interface Page<T> {
@@ -27,6 +27,15 @@ export class PagedList<T, P = { data: T[] }> implements AsyncIterable<T>, Promis
 
   then<A = P, B = never>(onok?: ((page: P) => A | PromiseLike<A>) | null, onerr?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<A | B> {
     return this.firstPage().then(onok, onerr)
+  }
+
+  // Every other call returns a Promise: `fixloop.apps.list().catch(…)` must not be a TypeError here.
+  catch<B = never>(onerr?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<P | B> {
+    return this.firstPage().catch(onerr)
+  }
+
+  finally(onfinally?: (() => void) | null): Promise<P> {
+    return this.firstPage().finally(onfinally)
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<T> {
