@@ -216,6 +216,22 @@ describe('paging', () => {
 })
 
 describe('errors by code', () => {
+  test("requestId comes from the envelope's details when a proxy dropped the X-Request-Id header", async () => {
+    const stripping = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      fetch: () => Response.json({ error: { code: 'internal_error', message: 'Internal error.', details: { requestId: '6b1119b1e6d1153d4a28f6a8' } } }, { status: 500 }),
+    })
+    try {
+      const c = new Fixloop({ apiKey: 'sk_x', baseUrl: `http://127.0.0.1:${stripping.port}`, maxRetries: 0 })
+      const err: any = await c.apps.list().then(() => null, (e) => e)
+      expect(err.code).toBe('internal_error')
+      expect(err.requestId).toBe('6b1119b1e6d1153d4a28f6a8')
+    } finally {
+      stripping.stop(true)
+    }
+  })
+
   test('a list call is a promise like any other call: .catch and .finally work on it', async () => {
     const wrong = new Fixloop({ apiKey: 'sk_not_a_real_key_at_all_0000000000', baseUrl: s.url, maxRetries: 0 })
     const caught = await wrong.apps.list().catch((e: unknown) => e)

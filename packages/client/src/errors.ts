@@ -45,7 +45,7 @@ export class FixloopError extends Error {
   readonly status: number
   readonly code: ErrorCode
   readonly details: unknown
-  /** The X-Request-Id of the failed response, for support. */
+  /** The X-Request-Id of the failed response (else `details.requestId`), for support. */
   readonly requestId: string | null
   readonly headers: Headers
 
@@ -146,7 +146,8 @@ export function errorFromResponse(res: Response, body: unknown): FixloopError {
     code: typeof envelope?.code === 'string' ? envelope.code : `http_${res.status}`,
     message: typeof envelope?.message === 'string' ? envelope.message : `HTTP ${res.status}`,
     details: envelope?.details,
-    requestId: res.headers.get('x-request-id'),
+    // internal_error also carries it in details (CONTRACT "Error details"): still there when a proxy drops the header.
+    requestId: res.headers.get('x-request-id') ?? detail(envelope?.details, 'requestId') ?? null,
     headers: res.headers,
   }
   const s = res.status
