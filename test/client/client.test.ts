@@ -476,6 +476,17 @@ describe('offline helpers', () => {
     await expect(signUserToken({ secret: s.secret, appId: s.appId, sub: 'u', ctx: { big: 'x'.repeat(3000) } })).rejects.toThrow(RangeError)
   })
 
+  test('signUserToken refuses what the server would refuse in sub and ctx (NUL, an unpaired surrogate); emoji pass', async () => {
+    const base = { secret: s.secret, appId: s.appId }
+    for (const bad of [{ sub: 'user\u0000x' }, { sub: 'user\ud800' }, { sub: 'u', ctx: { note: 'a\u0000' } }, { sub: 'u', ctx: { name: ['\udfff'] } }, { sub: 'u', ctx: { ['k\u0000']: 1 } }]) {
+      await expect(signUserToken({ ...base, ...bad })).rejects.toThrow(TypeError)
+    }
+    // A surrogate pair is well-formed: signed, and the server takes it.
+    const token = await signUserToken({ ...base, sub: 'user-\u{1F600}', ctx: { name: 'Zoë \u{1F600}' } })
+    const created = await client.feedback.submit({ text: 'Signed with an emoji in sub' }, { userToken: token })
+    expect((await client.feedback.retrieve(created.id)).submittedBy.externalUserId).toBe('user-\u{1F600}')
+  })
+
   test('verifyWebhook: a Standard Webhooks signature made independently verifies; tampering, age and a wrong secret fail', async () => {
     const keyBytes = Buffer.from('fixloop-test-webhook-secret-32by')
     const secret = `whsec_${keyBytes.toString('base64')}`

@@ -40,6 +40,12 @@ export function base64url(bytes: Uint8Array | string): string {
   return btoa(s).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
 }
 
+/** NUL or an unpaired UTF-16 surrogate in a string, or in a key or value of an object or array within. */
+function illFormed(v: unknown): boolean {
+  if (typeof v === 'string') return /\0|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(v)
+  return v !== null && typeof v === 'object' && Object.entries(v).some(([k, x]) => illFormed(k) || illFormed(x))
+}
+
 export async function signUserToken({ secret, appId, sub, ctx, expiresInSeconds = 3600, now = Date.now() }: SignUserTokenParams): Promise<string> {
   if (!/^[0-9a-f]{24}$/.test(appId)) throw new TypeError('fixloop: appId must be a 24-character hex id')
   if (typeof sub !== 'string' || sub.length === 0 || sub.length > 256) throw new TypeError('fixloop: sub must be a string of 1 to 256 characters')
@@ -48,6 +54,8 @@ export async function signUserToken({ secret, appId, sub, ctx, expiresInSeconds 
   }
   if (ctx !== undefined && (ctx === null || typeof ctx !== 'object' || Array.isArray(ctx))) throw new TypeError('fixloop: ctx must be a JSON object')
   if (ctx !== undefined && te.encode(JSON.stringify(ctx)).length > 2048) throw new RangeError('fixloop: ctx must be at most 2 KB of JSON')
+  // The server refuses these with 401 invalid_user_token at submission, far from here (a browser's report lost).
+  if (illFormed(sub) || illFormed(ctx)) throw new TypeError('fixloop: sub and ctx must not contain NUL (U+0000) or an unpaired surrogate')
   const iat = Math.floor(now / 1000)
   const payload: Record<string, unknown> = { sub, app: appId, iat, exp: iat + expiresInSeconds }
   if (ctx !== undefined) payload.ctx = ctx
