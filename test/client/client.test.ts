@@ -412,6 +412,23 @@ describe('retries that are safe', () => {
     }
   }, 10_000)
 
+  test('a DELETE retried after its first attempt landed (answer lost to a 502) resolves, not NotFoundError', async () => {
+    const proxy = await faultProxy(s.url)
+    try {
+      const retries: RetryInfo[] = []
+      const c = new Fixloop({ apiKey: s.key, baseUrl: proxy.url, onRetry: (r) => retries.push(r) })
+      const hook = await c.webhooks.create({ url: 'https://hooks.example.com/fixloop' })
+      proxy.faultNext('502', `DELETE /v1/webhooks/${hook.id} `)
+      expect(await c.webhooks.delete(hook.id)).toEqual({ id: hook.id, deleted: true })
+      expect(retries.length).toBe(1)
+      expect(await client.webhooks.retrieve(hook.id).catch((e) => e)).toBeInstanceOf(NotFoundError)
+      // A first attempt that is itself a 404 still throws: there was nothing to delete.
+      expect(await c.webhooks.delete(hook.id).catch((e) => e)).toBeInstanceOf(NotFoundError)
+    } finally {
+      await proxy.close()
+    }
+  })
+
   test('headers are merged by name whatever their case: an Idempotency-Key given as a header is sent alone, and dedupes', async () => {
     const proxy = await faultProxy(s.url)
     try {

@@ -113,6 +113,8 @@ export class Core {
     const maxRetries = opts.maxRetries ?? this.maxRetries
     const url = this.url(req.path, req.query)
     const body = req.body === undefined ? undefined : JSON.stringify(req.body)
+    // Whether an attempt so far may have done the work though its answer was lost (a 5xx or no answer).
+    let mayHaveLanded = false
     for (let attempt = 0; ; attempt++) {
       let error: FixloopError
       try {
@@ -135,6 +137,8 @@ export class Core {
           const d = error.details as { from?: string; to?: string } | undefined
           if (d?.from && d.from === d.to) return { id: req.path.split('/').pop(), status: d.to } as T
         }
+        // Likewise a retried DELETE finds nothing left to delete: the delete is done, not NotFoundError.
+        if (mayHaveLanded && req.method === 'DELETE' && error.status === 404) return { id: req.path.split('/').pop(), deleted: true } as T
       } catch (e) {
         if (!(e instanceof FixloopError)) throw e
         error = e
@@ -143,6 +147,7 @@ export class Core {
       // Waiting less than Retry-After would only earn another 429; waiting longer than the cap parks the
       // caller: past it, the error (with retryAfterSeconds) is theirs to schedule.
       if ((retryAfterMs(error.headers) ?? 0) > MAX_RETRY_AFTER_MS) throw error
+      mayHaveLanded ||= error.status === 0 || error.status >= 500
       const delayMs = retryDelayMs(attempt, error)
       this.options.onRetry?.({ attempt: attempt + 1, delayMs, error, method: req.method, path: req.path })
       await pause(delayMs, opts.signal)
