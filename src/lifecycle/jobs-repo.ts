@@ -13,12 +13,18 @@ export interface JobsRepo {
   claim(now: number, leaseMs: number, owner: string): Promise<JobRow | null>
   /** Up to `n` more due jobs of one kind, leased together, in the order `claim` would take them. */
   claimBatch(kind: string, n: number, now: number, leaseMs: number, owner: string): Promise<JobRow[]>
-  finish(id: number): Promise<void>
-  retry(id: number, runAfter: number, error: string): Promise<void>
+  /**
+   * `owner` (the one the job was claimed for): on PostgreSQL each of these four changes the job only while
+   * its lease is still that owner's. A node that stalled past its lease (SIGSTOP, a VM frozen by its host)
+   * had its job leases freed and taken by another node; when it resumes it must neither delete nor reset a
+   * job another node now runs. SQLite has one process, whose leases no other node takes: it ignores `owner`.
+   */
+  finish(id: number, owner?: string): Promise<void>
+  retry(id: number, runAfter: number, error: string, owner?: string): Promise<void>
   /** Not a failure: run again later without using up an attempt. */
-  defer(id: number, runAfter: number): Promise<void>
+  defer(id: number, runAfter: number, owner?: string): Promise<void>
   /** At shutdown: hand back the leases this process holds so another start picks the jobs up at once. */
-  release(ids: number[]): Promise<void>
+  release(ids: number[], owner?: string): Promise<void>
   /**
    * At start: hands back every lease whose owner `isGone` says no longer runs (a lease without an owner
    * was taken by a version before owners existed, so by a process that is gone too). Returns how many.
@@ -31,3 +37,14 @@ export interface JobsRepo {
   runAfterOf(kind: JobKind, appId: string): Promise<number | null>
 }
 
+
+/**
+ * Thrown where a step's changes commit together with its job's deletion (the `process` step on PostgreSQL)
+ * and the job's lease is no longer the claimer's: the transaction rolls back, the job belongs to whoever
+ * holds it now, and the worker records nothing for it (no retry, no give-up).
+ */
+export class LeaseLost extends Error {
+  constructor(readonly jobIds: number[]) {
+    super(`job ${jobIds.join(', ')} is no longer leased to this worker (another node took it over)`)
+  }
+}

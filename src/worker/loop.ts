@@ -12,7 +12,7 @@ import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
 import { failureLog, type FailureLog } from '../db/outage-log'
 import { storageUnavailable } from '../db/unavailable'
-import type { JobRow, JobsRepo } from '../lifecycle/jobs-repo'
+import { LeaseLost, type JobRow, type JobsRepo } from '../lifecycle/jobs-repo'
 import { currentLeaseOwner, isLeaseOwnerGone } from './lease-owner'
 
 /**
@@ -164,7 +164,7 @@ export class Worker {
     try {
       if (!step) throw new Error(`no step for job kind "${job.kind}"`)
       await step.run(job)
-      if (!step.finishesJob) await this.jobs.finish(job.id)
+      if (!step.finishesJob) await this.jobs.finish(job.id, this.owner)
       this.count(job.kind)
     } catch (e) {
       await this.failed(step, job, e)
@@ -190,7 +190,7 @@ export class Worker {
         const error = outcomes[i]
         try {
           if (error === undefined) {
-            if (!step.finishesJob) await this.jobs.finish(job.id)
+            if (!step.finishesJob) await this.jobs.finish(job.id, this.owner)
             this.count(job.kind)
           } else await this.failed(step, job, error)
         } catch (e) {
@@ -238,14 +238,20 @@ export class Worker {
   private async handBackUnrecorded(): Promise<void> {
     for (const [id, { runAfter, leaseUntil }] of this.unrecorded) {
       // Stops at the first that still cannot be written (the pass fails; the next one tries again).
-      if (this.clock.now() < leaseUntil - UNRECORDED_LEASE_MARGIN_MS) await this.jobs.defer(id, runAfter)
+      if (this.clock.now() < leaseUntil - UNRECORDED_LEASE_MARGIN_MS) await this.jobs.defer(id, runAfter, this.owner)
       this.unrecorded.delete(id)
     }
   }
 
   private async recordFailure(step: JobStep | undefined, job: JobRow, e: unknown): Promise<void> {
+    if (e instanceof LeaseLost) {
+      // Its lease was freed while this worker had it in hand (the node stalled past its lease): the job is
+      // another claimer's now, and nothing of this run was written. Neither retried nor given up here.
+      this.log.warn('job taken over by another node while in hand: this run wrote nothing', { jobId: job.id, kind: job.kind })
+      return
+    }
     if (e instanceof DeferJob) {
-      await this.jobs.defer(job.id, e.runAfter ?? this.clock.now() + e.delayMs)
+      await this.jobs.defer(job.id, e.runAfter ?? this.clock.now() + e.delayMs, this.owner)
       return
     }
     const away = storageUnavailable(e)
@@ -253,7 +259,7 @@ export class Worker {
       this.failedLoop('warn', 'job waits for the database', e, { kind: job.kind })
       const runAfter = this.clock.now() + Math.min(away, OUTAGE_RECHECK_S) * 1000
       try {
-        await this.jobs.defer(job.id, runAfter)
+        await this.jobs.defer(job.id, runAfter, this.owner)
       } catch (deferring) {
         if (storageUnavailable(deferring) === null) throw deferring
         // The deferral is a write too, and met the same outage: deferred at the next pass that can write,
@@ -268,12 +274,12 @@ export class Worker {
       try {
         await step?.onGiveUp?.(job, error)
       } finally {
-        await this.jobs.finish(job.id)
+        await this.jobs.finish(job.id, this.owner)
       }
     } else {
       const delay = this.backoffMs(job.attempts)
       this.log.warn('job failed, will retry', { jobId: job.id, kind: job.kind, feedbackId: job.feedback_id, attempts: job.attempts, retryInMs: delay, error })
-      await this.jobs.retry(job.id, this.clock.now() + delay, error)
+      await this.jobs.retry(job.id, this.clock.now() + delay, error, this.owner)
     }
   }
 
@@ -367,6 +373,6 @@ export class Worker {
     this.stopping = true
     if (this.timer) clearTimeout(this.timer)
     await this.current
-    if (this.held.size > 0) await this.jobs.release([...this.held])
+    if (this.held.size > 0) await this.jobs.release([...this.held], this.owner)
   }
 }

@@ -17,7 +17,6 @@
  * `FOR UPDATE SKIP LOCKED` and leased. A claim that found nothing that way (a race lost to another
  * claimer, or more idle Apps than the walk looks at) takes the queue-order claim, so a due job is never missed.
  */
-import type { PoolClient } from 'pg'
 import { JOB_KINDS, type JobKind, type JobRow } from '../../lifecycle/jobs'
 import { exec, many, one, prepared, type PgStorage } from './storage'
 import { nowOr } from './db-clock'
@@ -38,6 +37,8 @@ export async function appsInPartitions(storage: PgStorage, appIds: readonly stri
   return rows.map((r) => r.id)
 }
 const HELD = (app: string) => `($8::int[] IS NULL OR ${PARTITION_OF_APP(app)} = ANY($8::int[]))`
+/** The job's lease is still the owner `$n` names (NULL: whoever holds it). */
+const OWNED = (owner: string) => `(${owner}::text IS NULL OR lease_owner = ${owner}::text)`
 const LEASE_FREE = (j: string) => `(${j}.lease_until IS NULL OR ${j}.lease_until < (SELECT now FROM clock))`
 
 /**
@@ -149,15 +150,15 @@ export function createPgJobs(storage: PgStorage, kinds?: readonly JobKind[], opt
       if (n <= 0) return []
       return claimOf([kind], n, now, leaseMs, owner)
     },
-    finish: async (id: number): Promise<void> => void (await exec(pool, 'DELETE FROM jobs WHERE id = $1', [id])),
-    /** Deletes a job inside the caller's transaction (the processing step's), so it goes with the report's changes. */
-    finishIn: async (client: PoolClient, id: number): Promise<void> => void (await exec(client, 'DELETE FROM jobs WHERE id = $1', [id])),
-    retry: async (id: number, runAfter: number, error: string): Promise<void> =>
-      void (await exec(pool, 'UPDATE jobs SET lease_until = NULL, lease_owner = NULL, run_after = $1, last_error = $2 WHERE id = $3', [runAfter, error.slice(0, 2000), id])),
-    defer: async (id: number, runAfter: number): Promise<void> =>
-      void (await exec(pool, 'UPDATE jobs SET lease_until = NULL, lease_owner = NULL, run_after = $1, attempts = GREATEST(0, attempts - 1) WHERE id = $2', [runAfter, id])),
-    release: async (ids: number[]): Promise<void> =>
-      void (await exec(pool, 'UPDATE jobs SET lease_until = NULL, lease_owner = NULL WHERE lease_until IS NOT NULL AND id = ANY($1::bigint[])', [ids])),
+    // Each only while the lease is still `owner`'s ($n NULL: any, for callers outside a worker): a node that
+    // stalled past its lease and resumed must not delete or reset the job another node took over since.
+    finish: async (id: number, owner?: string): Promise<void> => void (await exec(pool, `DELETE FROM jobs WHERE id = $1 AND ${OWNED('$2')}`, [id, owner ?? null])),
+    retry: async (id: number, runAfter: number, error: string, owner?: string): Promise<void> =>
+      void (await exec(pool, `UPDATE jobs SET lease_until = NULL, lease_owner = NULL, run_after = $1, last_error = $2 WHERE id = $3 AND ${OWNED('$4')}`, [runAfter, error.slice(0, 2000), id, owner ?? null])),
+    defer: async (id: number, runAfter: number, owner?: string): Promise<void> =>
+      void (await exec(pool, `UPDATE jobs SET lease_until = NULL, lease_owner = NULL, run_after = $1, attempts = GREATEST(0, attempts - 1) WHERE id = $2 AND ${OWNED('$3')}`, [runAfter, id, owner ?? null])),
+    release: async (ids: number[], owner?: string): Promise<void> =>
+      void (await exec(pool, `UPDATE jobs SET lease_until = NULL, lease_owner = NULL WHERE lease_until IS NOT NULL AND id = ANY($1::bigint[]) AND ${OWNED('$2')}`, [ids, owner ?? null])),
     async reclaimOrphans(isGone: (owner: string) => boolean): Promise<number> {
       let n = 0
       const owners = await many<{ owner: string | null }>(pool, 'SELECT DISTINCT lease_owner AS owner FROM jobs WHERE lease_until IS NOT NULL ORDER BY 1')

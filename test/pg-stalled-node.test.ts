@@ -1,0 +1,153 @@
+/**
+ * A node that is not dead but stalled (SIGSTOP, a long GC pause, a VM frozen by its host): it misses its
+ * beats, the others count it dead, the sweep frees its job leases and its partition leases run out, and
+ * another node takes its work. When it resumes it carries on with what it had in hand. It must not commit
+ * anything under a lease it no longer holds (docs/architecture.md "A stalled node").
+ *
+ * Two "nodes" on one real PostgreSQL, each with its own pool and store, as src/runtime/cluster.ts builds
+ * them. A node stalls by doing nothing: it neither beats nor renews, and its work in hand waits (a step
+ * held on a gate, a batch claimed and not yet written) until the test lets it go on. test/cluster-stall
+ * does the same to a compiled node with SIGSTOP.
+ */
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import type { Pool } from 'pg'
+import { freshStore, type FreshStore } from './dialects'
+import { openPool } from '../src/db/pg/client-options'
+import { pgStorage, type PgStorage } from '../src/db/pg/storage'
+import { openPgStore } from '../src/db/pg/store'
+import { createPgProcessingEngine } from '../src/worker/processing-pg'
+import { PROCESSING_KINDS } from '../src/worker/processing'
+import { PartitionLeases, PARTITIONS } from '../src/nodes/partitions'
+import { PARTITION_OF_APP } from '../src/db/pg/jobs'
+import { partitionsInHand } from '../src/db/pg/nodes'
+import { systemClock } from '../src/core/clock'
+import { Logger } from '../src/core/logger'
+import { DeferJob, Worker, type JobStep } from '../src/worker/loop'
+import type { JobRow } from '../src/lifecycle/jobs-repo'
+import { seedOrgApp, sql } from './repos/store-fixtures'
+
+/** The nodes' lease: short, so a stall outlasts it in about a second. */
+const LEASE_MS = 1_000
+/** A job's own lease, as the workers' default: far longer than the node's (the sweep frees it first). */
+const JOB_LEASE_MS = 60_000
+const TEXT = 'The checkout button does nothing when I click it on the payment page.'
+const OTHER = 'Dark mode makes the invoice table unreadable, grey text on a grey background.'
+
+beforeAll(() => freshStore('pg'), 120_000)
+const pools: Pool[] = []
+afterAll(async () => {
+  for (const p of pools) await p.end().catch(() => {})
+})
+
+/** One node: its pool, store, processing engine and partition leases, as cluster.ts wires them. */
+function node(s: FreshStore, id: string, live: { n: number }) {
+  const pool = openPool(s.location, 4)
+  pools.push(pool)
+  const storage = pgStorage(pool)
+  const store = openPgStore(storage, systemClock)
+  const processing = createPgProcessingEngine(store, systemClock)
+  const leases = new PartitionLeases(store.nodes, id, new Logger('silent'), {
+    leaseMs: LEASE_MS,
+    liveNodes: () => live.n,
+    invalidate: async (moved) => {
+      const apps = processing.indexes?.apps() ?? []
+      if (apps.length === 0) return
+      const { rows } = await pool.query<{ id: string }>(`SELECT id FROM unnest($1::text[]) AS a(id) WHERE ${PARTITION_OF_APP('id')} = ANY($2::int[])`, [apps, moved])
+      for (const r of rows) processing.indexes?.forget(r.id)
+    },
+    inHand: (taken) => partitionsInHand(storage, taken, LEASE_MS),
+  })
+  const jobs = store.jobs(PROCESSING_KINDS, { partitions: () => leases.partitions() })
+  return {
+    id,
+    store,
+    storage: storage as PgStorage,
+    leases,
+    beat: () => store.nodes.beat({ id, host: 'h', pid: 1, version: 't' }, [], LEASE_MS),
+    /** The maintenance holder's sweep (src/nodes/coordinator.ts): frees the job leases of nodes silent for a lease. */
+    sweep: () => store.nodes.sweep(LEASE_MS, 3_600_000),
+    /** Claims a batch of `process` jobs of the partitions held, as the processing worker does. */
+    claim: () => jobs.claimBatch('process', 16, Date.now(), JOB_LEASE_MS, `${id}:processing`),
+    step: processing.steps.process,
+  }
+}
+
+/** A stall: longer than a node's lease, with no beat and no renewal. */
+const stall = () => Bun.sleep(LEASE_MS + 400)
+
+async function submit(n: ReturnType<typeof node>, appId: string, id: string, text = TEXT): Promise<void> {
+  await n.storage.pool.query("INSERT INTO feedback (id, org_id, app_id, status, text, submitted_mode, created_at, updated_at) VALUES ($1, 'o1', $2, 'received', $3, 'public', $4, $4)", [id, appId, text, Date.now()])
+  await n.store.lifecycle.enqueue('process', { feedbackId: id, appId })
+}
+
+const clustered = (s: FreshStore) => sql<{ id: string; status: string; duplicate_of_id: string | null }>(s, 'SELECT id, status, duplicate_of_id FROM feedback ORDER BY id')
+
+/** A step whose runs wait, each on a gate the test opens with `pass()` or `fail()`. */
+function gatedStep() {
+  const gates = new Map<number, { pass: () => void; fail: (e: Error) => void }>()
+  const started: number[] = []
+  const step: JobStep = {
+    run: (job: JobRow) =>
+      new Promise<void>((pass, fail) => {
+        started.push(job.id)
+        gates.set(job.id, { pass, fail })
+      }),
+  }
+  return { step, started, gate: (id: number) => gates.get(id)! }
+}
+
+test('a job another node took over from a stalled node is neither finished, retried, deferred nor released by it', async () => {
+  const s = await freshStore('pg')
+  const live = { n: 2 }
+  const a = node(s, 'node_a', live)
+  const b = node(s, 'node_b', live)
+  await a.beat()
+  await b.beat()
+  for (let i = 0; i < 4; i++) await a.store.lifecycle.enqueue('tracker_push', { feedbackId: `lead${i}` })
+  const log = new Logger('silent')
+  const options = { leaseMs: JOB_LEASE_MS, baseBackoffMs: 1_000, maxBackoffMs: 1_000, pollMs: 60_000 }
+  const onA = gatedStep()
+  const onB = gatedStep()
+  const workerA = new Worker(a.store.jobs(['tracker_push']), { tracker_push: onA.step }, systemClock, log, { ...options, clusterLeaseOwner: 'node_a' })
+  const workerB = new Worker(b.store.jobs(['tracker_push']), { tracker_push: onB.step }, systemClock, log, { ...options, clusterLeaseOwner: 'node_b' })
+  // Node a takes the four jobs, one after another; each waits in its step.
+  const ticksA: Promise<number>[] = []
+  for (let i = 0; i < 4; i++) {
+    ticksA.push(workerA.tick(1))
+    while (onA.started.length <= i) await Bun.sleep(5)
+  }
+  const ids = [...onA.started]
+
+  // a stalls: no beat for longer than its lease. b beats and sweeps (it holds maintenance): a's leases are freed.
+  await stall()
+  await b.beat()
+  expect((await b.sweep()).jobs).toBe(4)
+  const ticksB: Promise<number>[] = []
+  for (let i = 0; i < 4; i++) {
+    ticksB.push(workerB.tick(1))
+    while (onB.started.length <= i) await Bun.sleep(5)
+  }
+  expect([...onB.started].sort()).toEqual([...ids].sort())
+  const heldByB = await sql<{ id: number; lease_owner: string; lease_until: number; attempts: number; run_after: number }>(s, 'SELECT id, lease_owner, lease_until, attempts, run_after FROM jobs ORDER BY id')
+
+  // a resumes and carries on: one run succeeds (finish), one throws (retry), one cannot run yet (defer), and the
+  // fourth is in hand when a stops (release).
+  onA.gate(ids[0]).pass()
+  onA.gate(ids[1]).fail(new Error('the tracker answered 502'))
+  onA.gate(ids[2]).fail(new DeferJob(0, 'no agent slot'))
+  await Promise.all(ticksA.slice(0, 3))
+  const stopping = workerA.stop()
+  await Bun.sleep(50)
+  onA.gate(ids[3]).pass()
+  await stopping
+  await Promise.all(ticksA)
+
+  // Every job is still b's, as b took it: lease, owner, attempts, due time.
+  expect(await sql(s, 'SELECT id, lease_owner, lease_until, attempts, run_after FROM jobs ORDER BY id')).toEqual(heldByB)
+  expect(heldByB.map((j) => j.lease_owner)).toEqual(ids.map(() => 'node_b'))
+
+  // b finishes them: done, once each.
+  for (const id of ids) onB.gate(id).pass()
+  await Promise.all(ticksB)
+  expect(await sql(s, 'SELECT id FROM jobs')).toEqual([])
+}, 30_000)
