@@ -55,7 +55,7 @@ function node(s: FreshStore, id: string, live: { n: number }) {
       const { rows } = await pool.query<{ id: string }>(`SELECT id FROM unnest($1::text[]) AS a(id) WHERE ${PARTITION_OF_APP('id')} = ANY($2::int[])`, [apps, moved])
       for (const r of rows) processing.indexes?.forget(r.id)
     },
-    inHand: (taken) => partitionsInHand(storage, taken, LEASE_MS),
+    inHand: (taken) => partitionsInHand(storage, taken),
   })
   const jobs = store.jobs(PROCESSING_KINDS, { partitions: () => leases.partitions() })
   return {
@@ -131,7 +131,7 @@ test('a job another node took over from a stalled node is neither finished, retr
   const heldByB = await sql<{ id: number; lease_owner: string; lease_until: number; attempts: number; run_after: number }>(s, 'SELECT id, lease_owner, lease_until, attempts, run_after FROM jobs ORDER BY id')
 
   // a resumes and carries on: one run succeeds (finish), one throws (retry), one cannot run yet (defer), and the
-  // fourth is in hand when a stops (release).
+  // fourth is in hand when a stops (its lease handed back, then the run ends and finishes it).
   onA.gate(ids[0]).pass()
   onA.gate(ids[1]).fail(new Error('the tracker answered 502'))
   onA.gate(ids[2]).fail(new DeferJob(0, 'no agent slot'))
@@ -150,4 +150,99 @@ test('a job another node took over from a stalled node is neither finished, retr
   for (const id of ids) onB.gate(id).pass()
   await Promise.all(ticksB)
   expect(await sql(s, 'SELECT id FROM jobs')).toEqual([])
+}, 30_000)
+
+test('a partition is not clustered by its new holder while a stalled node still holds leases on its jobs', async () => {
+  const s = await freshStore('pg')
+  await seedOrgApp(s, 'o1', 'app0')
+  const live = { n: 1 }
+  const a = node(s, 'node_a', live)
+  await a.beat()
+  await a.leases.round()
+  expect(a.leases.partitions()).toHaveLength(PARTITIONS)
+
+  // a clusters a first report of the App (its index of the App is built), then claims r1 and stalls before it
+  // writes it: its beats stop, its partition leases run out.
+  await submit(a, 'app0', 'r0', OTHER)
+  const first = await a.claim()
+  expect(await a.step.runBatch!(first)).toEqual([undefined])
+  await submit(a, 'app0', 'r1')
+  const batch = await a.claim()
+  expect(batch.map((j) => j.feedback_id)).toEqual(['r1'])
+  await stall()
+
+  // b is the live node now. Before the maintenance holder's next sweep frees a's job leases, b takes the
+  // partitions and a duplicate of r1 arrives.
+  const b = node(s, 'node_b', live)
+  await b.beat()
+  await b.leases.round()
+  await submit(b, 'app0', 'r2')
+  const early = await b.claim()
+  if (early.length > 0) expect(await b.step.runBatch!(early)).toEqual(early.map(() => undefined))
+
+  // a resumes and writes the batch it had in hand.
+  await a.step.runBatch!(batch)
+
+  // The sweep, then b goes on with its beats and claims.
+  await b.sweep()
+  await b.beat()
+  await b.leases.round()
+  expect(b.leases.partitions()).toHaveLength(PARTITIONS)
+  const later = await b.claim()
+  if (later.length > 0) await b.step.runBatch!(later)
+
+  // As one node alone clusters them: r2 joins r1 (two indexes of one App made both leads).
+  expect((await clustered(s)).map(({ id, duplicate_of_id }) => ({ id, duplicate_of_id }))).toEqual([
+    { id: 'r0', duplicate_of_id: null },
+    { id: 'r1', duplicate_of_id: null },
+    { id: 'r2', duplicate_of_id: 'r1' },
+  ])
+  expect(await sql(s, 'SELECT id FROM jobs')).toEqual([])
+  await b.leases.stop()
+}, 30_000)
+
+test('a stalled node whose job leases were freed writes nothing of its batch: the partition\'s holder clusters it', async () => {
+  const s = await freshStore('pg')
+  await seedOrgApp(s, 'o1', 'app0')
+  const live = { n: 1 }
+  const a = node(s, 'node_a', live)
+  await a.beat()
+  await a.leases.round()
+  await submit(a, 'app0', 'r1')
+  const batch = await a.claim()
+  expect(batch).toHaveLength(1)
+  await stall()
+
+  // The sweep frees r1's job, b takes the partitions and clusters an unrelated report of the App (its index
+  // of the App is built now, without r1, whose job is queued).
+  const b = node(s, 'node_b', live)
+  await b.beat()
+  expect((await b.sweep()).jobs).toBe(1)
+  await b.leases.round()
+  expect(b.leases.partitions()).toHaveLength(PARTITIONS)
+  await submit(b, 'app0', 'r0', OTHER)
+  await sql(s, "UPDATE jobs SET run_after = run_after - 100000 WHERE feedback_id = 'r0'")
+  const first = await b.store.jobs(PROCESSING_KINDS, { partitions: () => b.leases.partitions() }).claimBatch('process', 1, Date.now(), JOB_LEASE_MS, 'node_b:processing')
+  expect(first.map((j) => j.feedback_id)).toEqual(['r0'])
+  expect(await b.step.runBatch!(first)).toEqual([undefined])
+
+  // a resumes with r1 in hand: its job is no longer leased to it, so nothing of it is written.
+  const outcomes = await a.step.runBatch!(batch)
+  expect(outcomes[0]).toBeInstanceOf(Error)
+  const [r1] = await sql<{ status: string }>(s, "SELECT status FROM feedback WHERE id = 'r1'")
+  expect(r1.status).toBe('received')
+
+  // b clusters r1 and then a duplicate of it: the duplicate joins r1.
+  const next = await b.claim()
+  expect(next.map((j) => j.feedback_id)).toEqual(['r1'])
+  expect(await b.step.runBatch!(next)).toEqual([undefined])
+  await submit(b, 'app0', 'r2')
+  const dup = await b.claim()
+  expect(await b.step.runBatch!(dup)).toEqual([undefined])
+  expect((await clustered(s)).map(({ id, duplicate_of_id }) => ({ id, duplicate_of_id }))).toEqual([
+    { id: 'r0', duplicate_of_id: null },
+    { id: 'r1', duplicate_of_id: null },
+    { id: 'r2', duplicate_of_id: 'r1' },
+  ])
+  await b.leases.stop()
 }, 30_000)

@@ -14,11 +14,13 @@
  * built for GET /similar, or before another node held the partition, would miss the reports clustered
  * elsewhere), and of every partition it lets go or loses.
  *
- * A partition taken is claimable only once no live claimer has jobs of its Apps in hand (`inHand`): the node
+ * A partition taken is claimable only once no claimer has jobs of its Apps in hand (`inHand`): the node
  * that let it go (over its share, or stopping) finishes the batch it claimed before, and an index built
  * here meanwhile would lack that batch's reports for good (an index is built without the reports whose
  * `process` job is still queued), so their duplicates would become leads of their own. Until then the
- * lease is held and not claimed from, and looked at again at each beat.
+ * lease is held and not claimed from, and looked at again at each beat. A node counted dead counts too
+ * until the sweep frees its job leases: it may only have stalled (SIGSTOP, a frozen VM) and write its batch
+ * when it resumes; once they are freed its write is refused (src/db/pg/lifecycle-batch.ts `finishJobsOf`).
  */
 import type { Logger } from '../core/logger'
 import { failureLog, type FailureLog } from '../db/outage-log'
@@ -36,7 +38,7 @@ export interface PartitionOptions {
   partitions?: number
   /** Drops what this node keeps about the Apps of these partitions (their indexes); awaited before taken ones are claimed from. */
   invalidate?: (partitions: number[]) => Promise<void>
-  /** Of these partitions, those whose Apps have jobs in a live claimer's hands (a lease): not claimable yet. */
+  /** Of these partitions, those whose Apps have jobs in a claimer's hands (a lease not freed or run out): not claimable yet. */
   inHand?: (partitions: number[]) => Promise<number[]>
 }
 
@@ -146,7 +148,7 @@ export class PartitionLeases {
   }
 
   /**
-   * Newly taken partitions become claimable once no live claimer has jobs of their Apps in hand (those wait,
+   * Newly taken partitions become claimable once no claimer has jobs of their Apps in hand (those wait,
    * leased, for a later beat) and what this node kept about their Apps is dropped; if either fails they go back.
    */
   private async take(taken: Map<number, number>): Promise<void> {

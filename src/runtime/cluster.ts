@@ -100,7 +100,7 @@ export function clusterMode(rt: ClusterRuntime, log: Logger, options: ModeOption
           for (const app of await appsInPartitions(store.storage, processing.indexes?.apps() ?? [], moved)) processing.indexes?.forget(app)
         },
         // A partition another node let go mid-batch is clustered here only once that batch is written.
-        inHand: (taken) => partitionsInHand(store.storage, taken, config.nodeLeaseMs),
+        inHand: (taken) => partitionsInHand(store.storage, taken),
       })
       const processor = new Worker(store.jobs(PROCESSING_KINDS, { partitions: () => partitions.partitions() }), processing.steps, clock, log, {
         ...intakePacing(store.turns),

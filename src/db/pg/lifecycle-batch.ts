@@ -7,7 +7,8 @@
  * turns them into SQL. It lives beside the lifecycle because it writes `feedback.status` and inserts jobs
  * (test/architecture.test.ts: nothing else may).
  */
-import type { BatchLockedRow, ProcessedBatch } from '../../modules/feedback/processing-repo'
+import type { BatchLockedRow, LeasedJob, ProcessedBatch } from '../../modules/feedback/processing-repo'
+import { LeaseLost } from '../../lifecycle/jobs-repo'
 import type { Clock } from '../../core/clock'
 import type { OutboxEvent } from '../../lifecycle/event-types'
 import type { WakeSignal } from '../../lifecycle/wake'
@@ -53,8 +54,22 @@ const WRITE_ROWS = `UPDATE feedback f SET
       redactions, lead, merge_score, merge_reason, sug_lead, sug_score, sug_reason)
   WHERE f.id = u.id AND f.version = u.version`
 
-const FINISH_JOBS = 'DELETE FROM jobs WHERE id = ANY($1::bigint[])'
+// Each job only while still leased to its claim's owner (a stalled node's batch is not written: finishJobsOf).
+const FINISH_JOBS = `DELETE FROM jobs j USING unnest($1::bigint[], $2::text[]) AS d(id, owner)
+  WHERE j.id = d.id AND j.lease_owner IS NOT DISTINCT FROM d.owner`
 const QUEUE_AGENT_RUNS = `INSERT INTO jobs (kind, feedback_id, app_id, run_after, created_at) SELECT 'agent', f, NULL, $2::bigint, $2::bigint FROM unnest($1::text[]) AS f`
+
+/**
+ * Deletes processing jobs in the caller's transaction, each only while its lease is still the one it was
+ * claimed with; LeaseLost (the transaction rolls back) when any is not. A node that stalled past its lease
+ * (SIGSTOP, a frozen VM) had its leases freed by the sweep and its partitions taken: what it planned before
+ * the stall comes from an index another node's may have moved past, and must not be written.
+ */
+export async function finishJobsOf(tx: PgTx, jobs: readonly LeasedJob[]): Promise<void> {
+  if (jobs.length === 0) return
+  const done = await exec(tx.client, FINISH_JOBS, [jobs.map((j) => j.id), jobs.map((j) => j.lease_owner)])
+  if (done !== jobs.length) throw new LeaseLost(jobs.map((j) => j.id))
+}
 
 export function createPgProcessedBatch(clock: Clock, wake?: WakeSignal) {
   return {
@@ -83,7 +98,7 @@ export function createPgProcessedBatch(clock: Clock, wake?: WakeSignal) {
                 ]),
               )
             ).rowCount ?? 0
-      if (batch.jobsDone.length > 0) await exec(tx.client, FINISH_JOBS, [batch.jobsDone])
+      await finishJobsOf(tx, batch.jobsDone)
       if (batch.agentRuns.length > 0) {
         await exec(tx.client, QUEUE_AGENT_RUNS, [batch.agentRuns, clock.now()])
         tx.onCommit(() => wake?.raise('agent'))

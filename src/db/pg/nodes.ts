@@ -24,19 +24,20 @@ const ACQUIRE = `INSERT INTO leases (name, holder, token, expires_at, acquired_a
 const FREE_DEAD_JOBS = `UPDATE jobs SET lease_until = NULL, lease_owner = NULL
   WHERE lease_until IS NOT NULL
     AND split_part(COALESCE(lease_owner, ''), ':', 1) NOT IN (SELECT id FROM cluster_nodes WHERE ${ALIVE})`
-// Of the partitions $2, those with a processing job of one of their Apps under a lease of a live node ($1: as ALIVE).
+// Of the partitions $1, those with a processing job of one of their Apps under a lease not run out, whoever holds it.
 const IN_HAND = `SELECT DISTINCT ${PARTITION_OF_APP('app_id')} AS p FROM jobs
-  WHERE kind IN ('process', 'batch_release') AND app_id IS NOT NULL AND lease_until >= ${DB_NOW} AND ${PARTITION_OF_APP('app_id')} = ANY($2::int[])
-    AND split_part(COALESCE(lease_owner, ''), ':', 1) IN (SELECT id FROM cluster_nodes WHERE ${ALIVE})`
+  WHERE kind IN ('process', 'batch_release') AND app_id IS NOT NULL AND lease_until >= ${DB_NOW} AND ${PARTITION_OF_APP('app_id')} = ANY($1::int[])`
 
 /**
- * Of `partitions`, those whose Apps have `process` or `batch_release` jobs in the hands of a live node (a
- * lease not run out): a node that takes such a partition waits before it clusters its Apps
- * (src/nodes/partitions.ts). A dead node's leases do not count: the sweep frees them, and it writes nothing more.
+ * Of `partitions`, those whose Apps have `process` or `batch_release` jobs in someone's hands (a lease not
+ * run out): a node that takes such a partition waits before it clusters its Apps (src/nodes/partitions.ts).
+ * A node counted dead still counts until the sweep frees its leases: it may only be stalled (SIGSTOP, a
+ * frozen VM), and write the batch it had in hand when it resumes. Once freed, that write is refused
+ * (lifecycle-batch.ts `finishJobsOf`), so the partition's new holder is the only one that clusters its Apps.
  */
-export async function partitionsInHand({ pool }: PgStorage, partitions: readonly number[], aliveMs: number): Promise<number[]> {
+export async function partitionsInHand({ pool }: PgStorage, partitions: readonly number[]): Promise<number[]> {
   if (partitions.length === 0) return []
-  return (await many<{ p: number }>(pool, IN_HAND, [aliveMs, partitions])).map((r) => Number(r.p))
+  return (await many<{ p: number }>(pool, IN_HAND, [partitions])).map((r) => Number(r.p))
 }
 
 const NODE_COLUMNS = 'id, host, pid, version, started_at AS "startedAt", heartbeat_at AS "heartbeatAt", roles, lease_ms AS "leaseMs"'

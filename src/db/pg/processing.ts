@@ -5,14 +5,14 @@
  * clustering, routing and its job's deletion commit together.
  */
 import type { StoredReport } from '../../sanitize/report'
-import type { ProcessedBatch, ProcessRow, RoutingRow, TxProcessingSide } from '../../modules/feedback/processing-repo'
+import type { LeasedJob, ProcessedBatch, ProcessRow, RoutingRow, TxProcessingSide } from '../../modules/feedback/processing-repo'
 import type { PgLifecycle, PgTx } from './lifecycle'
 import type { FeedbackStatus } from '../../core/fsm'
 import type { ScrubbedColumns } from '../../lifecycle/rules'
 import { exec, many, one, type PgStorage } from './storage'
 import type { Clock } from '../../core/clock'
 import type { WakeSignal } from '../../lifecycle/wake'
-import { createPgProcessedBatch } from './lifecycle-batch'
+import { createPgProcessedBatch, finishJobsOf } from './lifecycle-batch'
 
 const GET = `SELECT id, app_id, status, version, text, url, user_agent, console_logs, metadata, component_target,
     email, submitter_name, external_user_id, duplicate_of_id, redactions FROM feedback WHERE id = $1`
@@ -87,7 +87,7 @@ export function createPgProcessing(storage: PgStorage, lifecycle: PgLifecycle, c
     markProcessed: async (tx: PgTx, id: string, now: number): Promise<void> =>
       void (await exec(tx.client, 'UPDATE feedback SET processed_at = $2 WHERE id = $1 AND processed_at IS NULL', [id, now])),
     /** Deletes the job in the caller's transaction: it is done exactly when the report's changes commit. */
-    finishJob: async (tx: PgTx, jobId: number): Promise<void> => void (await exec(tx.client, 'DELETE FROM jobs WHERE id = $1', [jobId])),
+    finishJob: (tx: PgTx, job: LeasedJob): Promise<void> => finishJobsOf(tx, [job]),
     /** One report's processing: one transaction. */
     transaction: <T>(work: (tx: PgTx) => Promise<T>): Promise<T> => storage.tx((client, _db, onCommit) => work({ client, onCommit })),
     /** A report whose processing gave up: `failed` with the cause, if still at `version`. */

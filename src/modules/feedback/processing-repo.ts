@@ -9,6 +9,7 @@ import type { FeedbackStatus } from '../../core/fsm'
 import type { StoredReport } from '../../sanitize/report'
 import type { ScrubbedColumns } from '../../lifecycle/rules'
 import type { OutboxEvent } from '../../lifecycle/event-types'
+import type { JobRow } from '../../lifecycle/jobs'
 
 /** A report as the `process` job reads it (raw columns, snake_case as stored). */
 export interface ProcessRow {
@@ -120,8 +121,12 @@ export interface TxProcessingSide<Tx> {
   moveToSanitized(tx: Tx, id: string, version: number, columns: ScrubbedColumns, redactions: string): Promise<boolean>
   /** As the embedded side's `markProcessed`, in the caller's transaction. */
   markProcessed(tx: Tx, id: string, now: number): Promise<void>
-  /** Deletes the job in the caller's transaction: it is done exactly when the report's changes commit. */
-  finishJob(tx: Tx, jobId: number): Promise<void>
+  /**
+   * Deletes the job in the caller's transaction: it is done exactly when the report's changes commit. Only
+   * while its lease is still the claim's (`job.lease_owner`): otherwise throws LeaseLost (jobs-repo.ts), and
+   * the caller's transaction rolls back (a node that stalled past its lease writes nothing it planned).
+   */
+  finishJob(tx: Tx, job: LeasedJob): Promise<void>
   /** One report's processing: one transaction. */
   transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>
   fail(id: string, version: number, reason: string): Promise<boolean>
@@ -160,10 +165,14 @@ export interface ProcessedWrite {
   suggestion: { leadId: string; score: number; reason: string } | null
 }
 
+/** A job as claimed: its id and the owner its lease was taken for. */
+export type LeasedJob = Pick<JobRow, 'id' | 'lease_owner'>
+
 /** What a batch writes besides its events and lead summaries: rows, jobs done, agent runs to queue. */
 export interface ProcessedBatch {
   reports: ProcessedWrite[]
-  jobsDone: number[]
+  /** Deleted only while each is still leased to the claim's owner; else LeaseLost, as `finishJob`. */
+  jobsDone: LeasedJob[]
   agentRuns: string[]
   now: number
 }

@@ -68,7 +68,7 @@ export function createPgProcessFeedbackStep<Tx>(repo: TxProcessingSide<Tx>, cloc
   }
 
   /** A duplicate, or a report moved on (archived...): no lifecycle steps, but raw values are never kept. */
-  async function finishStanding(read: ProcessRow, jobId: number): Promise<void> {
+  async function finishStanding(read: ProcessRow, job: JobRow): Promise<void> {
     const pre = prescrub(read)
     await repo.transaction(async (tx) => {
       const now = await lockAsRead(tx, read)
@@ -79,12 +79,12 @@ export function createPgProcessFeedbackStep<Tx>(repo: TxProcessingSide<Tx>, cloc
         // Sanitized ahead and merged by hand before it was clustered: done now.
         await repo.markProcessed(tx, now.id, clock.now())
       }
-      await repo.finishJob(tx, jobId)
+      await repo.finishJob(tx, job)
     })
   }
 
   /** Plans (sanitizes, clusters in memory) and writes a report on its way; Replan when the plan no longer held. */
-  async function advance(read: ProcessRow, jobId: number): Promise<void> {
+  async function advance(read: ProcessRow, job: JobRow): Promise<void> {
     const pre = prescrub(read)
     const { scrubbed, sanitized } = clusteringInput(read, pre)
     const verdict = await cluster.plan(read.id, sanitized)
@@ -111,7 +111,7 @@ export function createPgProcessFeedbackStep<Tx>(repo: TxProcessingSide<Tx>, cloc
           if (routing.batchEnabled) await repo.ensureWindow(tx, now.app_id, deps.batches.closesAt(routing.batchWindowHours))
           else if (!(await repo.move(tx, now.id, statusAfterSanitize(routing), 'sanitized'))) throw new Replan('concurrent update')
         }
-        await repo.finishJob(tx, jobId)
+        await repo.finishJob(tx, job)
       })
     } catch (e) {
       cluster.dropPlan(read.id, read.app_id)
@@ -225,7 +225,7 @@ export function createPgProcessFeedbackStep<Tx>(repo: TxProcessingSide<Tx>, cloc
     })
     if (reports.length === 0) return written
     for (const appId of windows) await repo.ensureWindow(tx, appId, deps.batches.closesAt(routing.get(appId)!.batchWindowHours))
-    const jobsDone = [...written].map((it) => it.job.id)
+    const jobsDone = [...written].map((it) => it.job)
     const n = await repo.writeProcessed(tx, { reports, jobsDone, agentRuns, now })
     if (n !== reports.length) throw new Error(`a batch wrote ${n} of its ${reports.length} locked rows`)
     const counts = await deps.cluster.summariesInTx(tx, [...dirty])
@@ -292,15 +292,15 @@ export function createPgProcessFeedbackStep<Tx>(repo: TxProcessingSide<Tx>, cloc
     },
     async run(job: JobRow): Promise<void> {
       if (!job.feedback_id) {
-        await repo.transaction((tx) => repo.finishJob(tx, job.id))
+        await repo.transaction((tx) => repo.finishJob(tx, job))
         return
       }
       for (let attempt = 1; ; attempt++) {
         const read = await repo.get(job.feedback_id)
         try {
-          if (!read) await repo.transaction((tx) => repo.finishJob(tx, job.id))
-          else if (read.duplicate_of_id || !STEPS.has(read.status)) await finishStanding(read, job.id)
-          else await advance(read, job.id)
+          if (!read) await repo.transaction((tx) => repo.finishJob(tx, job))
+          else if (read.duplicate_of_id || !STEPS.has(read.status)) await finishStanding(read, job)
+          else await advance(read, job)
           return
         } catch (e) {
           if (!(e instanceof Replan) && !(e instanceof StaleScrub)) throw e
