@@ -5,6 +5,9 @@
  * dead, sweeps its job leases and takes its job; then the stalled node resumes and carries on with the job
  * it had in hand. The job must stay the live node's (docs/architecture.md "A stalled node").
  *
+ * And a node stopped between two statements of a transaction must not hold its locks (the Org's event
+ * counter: every node's intake for that Org) for the whole stall: PostgreSQL ends its session after a lease.
+ *
  * The job is a tracker push (the GitHub stub, test/tracker-stub.ts, behind a proxy the test steers): the
  * proxy stops node A the moment its issue creation arrives, holds that request, and answers it (the issue
  * created) only once node B's creation for the same lead has arrived; B's is answered 503 after A resumed.
@@ -25,7 +28,7 @@ let pool: Pool
 let stub: TrackerStub
 let proxy: ReturnType<typeof Bun.serve>
 const nodes: Node[] = []
-let tenant: { key: string; appId: string; pub: string }
+let tenant: { orgId: string; key: string; appId: string; pub: string }
 
 /** Issue creations as they reach the proxy, each answered when the test says. */
 const creations: { answer: (how: 'forward' | 503) => void }[] = []
@@ -63,12 +66,15 @@ beforeAll(async () => {
     FIXLOOP_TRACKER_ALLOW_PRIVATE: '1',
     FIXLOOP_TRACKER_POLL_MINUTES: '0',
     FIXLOOP_PUBLIC_URL: 'https://fixloop.example',
+    // Each submission of the load names its own client address: no rate limit in the way.
+    FIXLOOP_TRUST_PROXY: '1',
+    FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000',
   }
   pool = openPool(env.FIXLOOP_DATABASE_URL, 2)
   const org = await cli(['org', 'create', '--name', 'Acme'])
   const key = await cli(['key', 'create', '--org', org.id])
   const app = await cli(['app', 'create', '--org', org.id, '--name', 'Shop'])
-  tenant = { key: key.key, appId: app.id, pub: app.publicKey }
+  tenant = { orgId: org.id, key: key.key, appId: app.id, pub: app.publicKey }
 }, 60_000)
 
 afterAll(async () => {
@@ -134,4 +140,77 @@ test('a node stopped mid-push and resumed after another node took the push over 
   expect(creations).toHaveLength(2)
   expect((await link(id)).issue_id).toBe(String([...stub.issues.values()][0].number))
   console.log(`stall test: B took the push over ${Math.round(takenOverMs)} ms after A stopped`)
+}, 60_000)
+
+let sent = 0
+/** A submission to `n` as its own client address: the id when acknowledged (201), else the status (0: no answer). */
+async function submit(n: Node): Promise<{ status: number; id?: string }> {
+  const i = sent++
+  try {
+    const res = await fetch(`${n.url}/v1/feedback`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tenant.pub}`, 'content-type': 'application/json', 'x-forwarded-for': `10.9.${(i >> 8) & 255}.${i & 255}` },
+      body: JSON.stringify({ text: `Report ${i}: the export of page ${i} fails with ${Math.random()}` }),
+    })
+    const body = (await res.json().catch(() => ({}))) as { id?: string }
+    return { status: res.status, id: res.status === 201 ? body.id : undefined }
+  } catch {
+    return { status: 0 }
+  }
+}
+
+/** Whether another session holds the Org's event counter row locked (an append in a transaction not ended). */
+async function counterLocked(orgId: string): Promise<boolean> {
+  const c = await pool.connect()
+  try {
+    await c.query('BEGIN')
+    await c.query('SELECT 1 FROM event_counters WHERE org_id = $1 FOR UPDATE NOWAIT', [orgId])
+    return false
+  } catch (e) {
+    if ((e as { code?: string }).code === '55P03') return true
+    throw e
+  } finally {
+    await c.query('ROLLBACK').catch(() => {})
+    c.release()
+  }
+}
+
+test("a node stopped inside a transaction does not hold its locks (the Org's intake on every node) for the whole stall", async () => {
+  const [a, b] = nodes
+  const acknowledged: string[] = []
+  let caught = false
+  // Under a load of submissions to A, A is stopped: often between two statements of an intake batch's
+  // transaction, with the Org's event counter row locked. Again until that is caught.
+  for (let round = 0; round < 10 && !caught; round++) {
+    let go = true
+    const load = Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (go) {
+          const r = await submit(a)
+          if (r.id) acknowledged.push(r.id)
+        }
+      }),
+    )
+    await Bun.sleep(800)
+    process.kill(a.proc.pid, 'SIGSTOP')
+    go = false
+    await Bun.sleep(300)
+    caught = await counterLocked(tenant.orgId)
+    if (caught) {
+      // B takes the Org's submissions meanwhile: A's transaction is ended once idle for a lease (2 s).
+      const t0 = performance.now()
+      const onB = await Promise.all([submit(b), submit(b), submit(b)])
+      const waitedMs = performance.now() - t0
+      expect(onB.map((r) => r.status)).toEqual([201, 201, 201])
+      expect(waitedMs).toBeLessThan(8_000)
+      console.log(`stall test: B's submissions answered 201 after ${Math.round(waitedMs)} ms while A was stopped inside a transaction`)
+    }
+    process.kill(a.proc.pid, 'SIGCONT')
+    await load
+  }
+  expect(caught).toBe(true)
+  // A works again (its broken connection dropped), and every report A acknowledged is stored.
+  await eventually(async () => ((await submit(a)).status === 201 ? true : undefined), 10_000)
+  const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM feedback WHERE id = ANY($1::text[])', [acknowledged])
+  expect(rows[0].n).toBe(acknowledged.length)
 }, 60_000)

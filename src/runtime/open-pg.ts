@@ -34,7 +34,8 @@ export const PG_POOL_SIZE = 16
 export async function createPgContext(config: Readonly<Config>, clock: Clock = systemClock, options: ContextOptions = {}): Promise<ClusterRuntime> {
   const url = config.databaseUrl
   if (!url) throw new StartupError('FIXLOOP_DATABASE_URL is not set')
-  const pool = await connectPg(url, PG_POOL_SIZE, config.pgStatementTimeoutMs)
+  // A node's transaction left idle for a lease (the node stalled) is ended by PostgreSQL (client-options.ts).
+  const pool = await connectPg(url, PG_POOL_SIZE, config.pgStatementTimeoutMs, processRole() === 'serve' ? config.nodeLeaseMs : 0)
   let keyLock: PgKeyLock | undefined
   try {
     await refuseNewerPgSchema(pool, url)

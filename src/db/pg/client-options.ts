@@ -47,10 +47,24 @@ export const PG_LOCK_TIMEOUT_MS = 10_000
  */
 
 /**
- * A pool for `url`; `max` connections. Idle connections a server kills are dropped, not thrown.
- * `statementTimeoutMs`: PostgreSQL's statement_timeout on each connection (0: not set).
+ * Why a server's pool sets `idle_in_transaction_session_timeout` (the node lease, FIXLOOP_NODE_LEASE_SECONDS):
+ * a node stalled between two statements of a transaction (SIGSTOP, a long GC pause, a VM frozen by its host)
+ * kept its connection open, and its locks with it, for as long as the stall: the Org's event counter row
+ * locked by an intake batch made every node's submissions for that Org wait 10 s (lock_timeout) and answer
+ * 503, the whole stall long (test/cluster-stall.test.ts). PostgreSQL now ends such a session once it has
+ * been idle inside its transaction for a lease, when the other nodes count that node dead anyway: its
+ * transaction rolls back (nothing of it was acknowledged: the commit never came), its locks go. fixloop's own
+ * transactions run their statements back to back, milliseconds apart: one idle for a lease is a node the
+ * others count dead already. The commands' pools (backup, rekey: long transactions by design) do not set
+ * it, and the key lock turns it off for its own transaction.
  */
-export function openPool(url: string, max = 10, statementTimeoutMs = 0): pg.Pool {
+
+/**
+ * A pool for `url`; `max` connections. Idle connections a server kills are dropped, not thrown.
+ * `statementTimeoutMs`: PostgreSQL's statement_timeout on each connection (0: not set);
+ * `idleInTransactionMs`: its idle_in_transaction_session_timeout (0: not set).
+ */
+export function openPool(url: string, max = 10, statementTimeoutMs = 0, idleInTransactionMs = 0): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
     max,
@@ -62,6 +76,7 @@ export function openPool(url: string, max = 10, statementTimeoutMs = 0): pg.Pool
     onConnect: async (client: pg.ClientBase) => {
       await client.query(`SET lock_timeout = ${PG_LOCK_TIMEOUT_MS}`)
       if (statementTimeoutMs > 0) await client.query(`SET statement_timeout = ${Math.floor(statementTimeoutMs)}`)
+      if (idleInTransactionMs > 0) await client.query(`SET idle_in_transaction_session_timeout = ${Math.floor(idleInTransactionMs)}`)
     },
   })
   // An idle client whose backend ended (restart, failover, pg_terminate_backend) emits 'error' on the

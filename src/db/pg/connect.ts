@@ -47,10 +47,10 @@ function explain(err: unknown, where: string): string {
 
 /**
  * A pool on `url` that has answered one query; a StartupError saying what is wrong otherwise.
- * `statementTimeoutMs`: client-options.ts `openPool`'s.
+ * `statementTimeoutMs`, `idleInTransactionMs`: client-options.ts `openPool`'s.
  */
-export async function connectPg(url: string, max = 10, statementTimeoutMs = 0): Promise<Pool> {
-  const pool = openPool(url, max, statementTimeoutMs)
+export async function connectPg(url: string, max = 10, statementTimeoutMs = 0, idleInTransactionMs = 0): Promise<Pool> {
+  const pool = openPool(url, max, statementTimeoutMs, idleInTransactionMs)
   try {
     const { rows } = await pool.query<{ version: number }>("SELECT current_setting('server_version_num')::int AS version")
     const version = rows[0]?.version ?? 0
