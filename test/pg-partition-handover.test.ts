@@ -13,17 +13,9 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Pool, PoolClient } from 'pg'
 import { freshStore, type FreshStore } from './dialects'
 import { eventually } from './harness'
-import { openPool } from '../src/db/pg/client-options'
-import { pgStorage, type PgStorage } from '../src/db/pg/storage'
-import { openPgStore } from '../src/db/pg/store'
-import { createPgProcessingEngine } from '../src/worker/processing-pg'
-import { PROCESSING_KINDS } from '../src/worker/processing'
-import { PartitionLeases, PARTITIONS } from '../src/nodes/partitions'
-import { PARTITION_OF_APP } from '../src/db/pg/jobs'
-import { partitionsInHand } from '../src/db/pg/nodes'
-import { systemClock } from '../src/core/clock'
-import { Logger } from '../src/core/logger'
+import { PARTITIONS } from '../src/nodes/partitions'
 import { seedOrgApp, sql } from './repos/store-fixtures'
+import { inProcessNode, submitTo, upperHalfApp, type InProcessNode } from './pg-inproc-node'
 
 const LEASE_MS = 10_000
 const TEXT = 'The checkout button does nothing when I click it on the payment page.'
@@ -34,50 +26,8 @@ afterAll(async () => {
   for (const p of pools) await p.end().catch(() => {})
 })
 
-/** One node: its pool, store, processing engine and partition leases, as cluster.ts wires them. */
-function node(s: FreshStore, id: string, live: { n: number }) {
-  const pool = openPool(s.location, 4)
-  pools.push(pool)
-  const storage = pgStorage(pool)
-  const store = openPgStore(storage, systemClock)
-  const processing = createPgProcessingEngine(store, systemClock)
-  const leases = new PartitionLeases(store.nodes, id, new Logger('silent'), {
-    leaseMs: LEASE_MS,
-    liveNodes: () => live.n,
-    invalidate: async (moved) => {
-      const apps = processing.indexes?.apps() ?? []
-      if (apps.length === 0) return
-      const { rows } = await pool.query<{ id: string }>(`SELECT id FROM unnest($1::text[]) AS a(id) WHERE ${PARTITION_OF_APP('id')} = ANY($2::int[])`, [apps, moved])
-      for (const r of rows) processing.indexes?.forget(r.id)
-    },
-    inHand: (taken) => partitionsInHand(storage, taken),
-  })
-  const jobs = store.jobs(PROCESSING_KINDS, { partitions: () => leases.partitions() })
-  const owner = `${id}:processing`
-  return {
-    id,
-    store,
-    storage: storage as PgStorage,
-    leases,
-    beat: () => store.nodes.beat({ id, host: 'h', pid: 1, version: 't' }, [], LEASE_MS),
-    /** Claims a batch of `process` jobs of the partitions held, as the processing worker does. */
-    claim: () => jobs.claimBatch('process', 16, Date.now(), 60_000, owner),
-    step: processing.steps.process,
-  }
-}
-
-/** An App id whose partition is in the upper half: the one a node over its share lets go first. */
-async function upperHalfApp(s: FreshStore): Promise<{ app: string; partition: number }> {
-  for (let i = 0; ; i++) {
-    const [row] = await sql<{ p: number }>(s, `SELECT ${PARTITION_OF_APP('?::text')} AS p`, [`app${i}`])
-    if (Number(row.p) >= PARTITIONS / 2) return { app: `app${i}`, partition: Number(row.p) }
-  }
-}
-
-async function submit(n: ReturnType<typeof node>, appId: string, id: string): Promise<void> {
-  await n.storage.pool.query("INSERT INTO feedback (id, org_id, app_id, status, text, submitted_mode, created_at, updated_at) VALUES ($1, 'o1', $2, 'received', $3, 'public', $4, $4)", [id, appId, TEXT, Date.now()])
-  await n.store.lifecycle.enqueue('process', { feedbackId: id, appId })
-}
+const node = (s: FreshStore, id: string, live: { n: number }) => inProcessNode(s, id, live, { leaseMs: LEASE_MS, jobLeaseMs: 60_000 }, pools)
+const submit = (n: InProcessNode, appId: string, id: string) => submitTo(n, appId, id, TEXT)
 
 test('a partition let go mid-batch is not clustered by its new holder before that batch is written', async () => {
   const s = await freshStore('pg')

@@ -12,19 +12,14 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { Pool } from 'pg'
 import { freshStore, type FreshStore } from './dialects'
-import { openPool } from '../src/db/pg/client-options'
-import { pgStorage, type PgStorage } from '../src/db/pg/storage'
-import { openPgStore } from '../src/db/pg/store'
-import { createPgProcessingEngine } from '../src/worker/processing-pg'
 import { PROCESSING_KINDS } from '../src/worker/processing'
-import { PartitionLeases, PARTITIONS } from '../src/nodes/partitions'
-import { PARTITION_OF_APP } from '../src/db/pg/jobs'
-import { partitionsInHand } from '../src/db/pg/nodes'
+import { PARTITIONS } from '../src/nodes/partitions'
 import { systemClock } from '../src/core/clock'
 import { Logger } from '../src/core/logger'
 import { DeferJob, Worker, type JobStep } from '../src/worker/loop'
 import type { JobRow } from '../src/lifecycle/jobs-repo'
 import { seedOrgApp, sql } from './repos/store-fixtures'
+import { inProcessNode, submitTo, type InProcessNode } from './pg-inproc-node'
 
 /** The nodes' lease: short, so a stall outlasts it in about a second. */
 const LEASE_MS = 1_000
@@ -39,46 +34,12 @@ afterAll(async () => {
   for (const p of pools) await p.end().catch(() => {})
 })
 
-/** One node: its pool, store, processing engine and partition leases, as cluster.ts wires them. */
-function node(s: FreshStore, id: string, live: { n: number }) {
-  const pool = openPool(s.location, 4)
-  pools.push(pool)
-  const storage = pgStorage(pool)
-  const store = openPgStore(storage, systemClock)
-  const processing = createPgProcessingEngine(store, systemClock)
-  const leases = new PartitionLeases(store.nodes, id, new Logger('silent'), {
-    leaseMs: LEASE_MS,
-    liveNodes: () => live.n,
-    invalidate: async (moved) => {
-      const apps = processing.indexes?.apps() ?? []
-      if (apps.length === 0) return
-      const { rows } = await pool.query<{ id: string }>(`SELECT id FROM unnest($1::text[]) AS a(id) WHERE ${PARTITION_OF_APP('id')} = ANY($2::int[])`, [apps, moved])
-      for (const r of rows) processing.indexes?.forget(r.id)
-    },
-    inHand: (taken) => partitionsInHand(storage, taken),
-  })
-  const jobs = store.jobs(PROCESSING_KINDS, { partitions: () => leases.partitions() })
-  return {
-    id,
-    store,
-    storage: storage as PgStorage,
-    leases,
-    beat: () => store.nodes.beat({ id, host: 'h', pid: 1, version: 't' }, [], LEASE_MS),
-    /** The maintenance holder's sweep (src/nodes/coordinator.ts): frees the job leases of nodes silent for a lease. */
-    sweep: () => store.nodes.sweep(LEASE_MS, 3_600_000),
-    /** Claims a batch of `process` jobs of the partitions held, as the processing worker does. */
-    claim: () => jobs.claimBatch('process', 16, Date.now(), JOB_LEASE_MS, `${id}:processing`),
-    step: processing.steps.process,
-  }
-}
+const node = (s: FreshStore, id: string, live: { n: number }) => inProcessNode(s, id, live, { leaseMs: LEASE_MS, jobLeaseMs: JOB_LEASE_MS }, pools)
 
 /** A stall: longer than a node's lease, with no beat and no renewal. */
 const stall = () => Bun.sleep(LEASE_MS + 400)
 
-async function submit(n: ReturnType<typeof node>, appId: string, id: string, text = TEXT): Promise<void> {
-  await n.storage.pool.query("INSERT INTO feedback (id, org_id, app_id, status, text, submitted_mode, created_at, updated_at) VALUES ($1, 'o1', $2, 'received', $3, 'public', $4, $4)", [id, appId, text, Date.now()])
-  await n.store.lifecycle.enqueue('process', { feedbackId: id, appId })
-}
+const submit = (n: InProcessNode, appId: string, id: string, text = TEXT) => submitTo(n, appId, id, text)
 
 const clustered = (s: FreshStore) => sql<{ id: string; status: string; duplicate_of_id: string | null }>(s, 'SELECT id, status, duplicate_of_id FROM feedback ORDER BY id')
 
