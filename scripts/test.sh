@@ -3,7 +3,7 @@
 #   1. every test file on SQLite (and test/repos/ on both dialects), three files at a time;
 #   2. the files that time what they check, alone, one after another: test/write-turns.test.ts (who waits for the
 #      write lock; a run of its own, first) and the multi-node files (compiled nodes on one PostgreSQL; wake-up lags, take-over
-#      within 30 s after a kill -9, no keyed submission waiting out a deadlock), which two other files' servers and Chromium on two cores would slow past their bounds;
+#      within 30 s after a kill -9, a node stopped with SIGSTOP on a 2 s lease, no keyed submission waiting out a deadlock), which two other files' servers and Chromium on two cores would slow past their bounds;
 #   3. the HTTP suites again with every test server on PostgreSQL (scripts/test-pg.sh).
 # The parallel runs start the slowest files first (test/timings.json, test/timings-pg.json: see below).
 # The last line is "total: N passed, N failed, N skipped" over all the runs; the exit status is non-zero when
@@ -21,7 +21,7 @@ run() {
   local s=${PIPESTATUS[0]}
   [ "$s" -eq 0 ] || status=$s
 }
-ALONE='test/{write-turns,cluster-mode,cluster-clock,pg-intake-deadlock}.test.ts'
+ALONE='test/{write-turns,cluster-mode,cluster-clock,cluster-stall,pg-intake-deadlock}.test.ts'
 # --timings: the parallel runs start the slowest files first (test/timings.json, measured per file), so no
 # long file starts last beside idle workers; a file missing there (a new one) starts before the known ones.
 # FIXLOOP_TEST_UPDATE_TIMINGS=1 writes this run's durations back (then commit the files).
@@ -37,7 +37,7 @@ run bun test --timeout 60000 --parallel=3 --no-isolate "${timings[@]}" "--path-i
 # write-turns first and on its own: in one run with the multi-node files bun ordered it after them, and the
 # three nodes they had just stopped still used the CPU it times (a CI flake: 2 transactions overtaken, not 1).
 run bun test --timeout 60000 test/write-turns.test.ts
-run bun test --timeout 60000 test/cluster-mode.test.ts test/cluster-clock.test.ts test/pg-intake-deadlock.test.ts
+run bun test --timeout 60000 test/cluster-mode.test.ts test/cluster-clock.test.ts test/cluster-stall.test.ts test/pg-intake-deadlock.test.ts
 run env FIXLOOP_TEST_UPDATE_TIMINGS="$update_timings" bash scripts/test-pg.sh
 
 sum() { grep -Eo "^ *[0-9]+ $1\$" "$log" | grep -Eo '[0-9]+' | awk '{s+=$1} END {print s+0}'; }

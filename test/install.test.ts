@@ -31,10 +31,10 @@ describe('package.json', () => {
       'bash scripts/test-setup.sh || exit 1',
       'run bun test --timeout 60000 --parallel=3 --no-isolate "${timings[@]}" "--path-ignore-patterns=$ALONE"',
       'run bun test --timeout 60000 test/write-turns.test.ts',
-      'run bun test --timeout 60000 test/cluster-mode.test.ts test/cluster-clock.test.ts test/pg-intake-deadlock.test.ts',
+      'run bun test --timeout 60000 test/cluster-mode.test.ts test/cluster-clock.test.ts test/cluster-stall.test.ts test/pg-intake-deadlock.test.ts',
       'run env FIXLOOP_TEST_UPDATE_TIMINGS="$update_timings" bash scripts/test-pg.sh',
     ])
-    expect(script).toContain("ALONE='test/{write-turns,cluster-mode,cluster-clock,pg-intake-deadlock}.test.ts'")
+    expect(script).toContain("ALONE='test/{write-turns,cluster-mode,cluster-clock,cluster-stall,pg-intake-deadlock}.test.ts'")
     expect(script).toContain('echo "total: ${pass} passed, ${fail} failed, ${skip} skipped"')
   })
 
