@@ -137,3 +137,13 @@ export function serviceUnavailable(reason: string, message: string, retryAfterSe
   e.retryAfterSeconds = retryAfterSeconds
   return e
 }
+
+/**
+ * 400 invalid_body about the query string, said so: the code is the spec's for any input that fails its
+ * schema, but its default message names the request body, which sent callers looking in the wrong place.
+ * Here, beside ApiError, so modules that check a query value outside a route (the audit export's `since`,
+ * read by the CLI too) need not load the HTTP layer.
+ */
+export function invalidQuery(issues: { path: string; message: string }[]): ApiError {
+  return new ApiError('invalid_body', { issues }, 'A query parameter is not valid (see details.issues).')
+}

@@ -4,15 +4,7 @@
  * so every integer parameter is range-checked here once more, with the same 400 invalid_body and
  * `details.issues` a schema failure gives.
  */
-import { ApiError } from '../core/errors'
-
-/**
- * 400 invalid_body about the query string, said so: the code is the spec's for any input that fails its
- * schema, but its default message names the request body, which sent callers looking in the wrong place.
- */
-export function invalidQuery(issues: { path: string; message: string }[]): ApiError {
-  return new ApiError('invalid_body', { issues }, 'A query parameter is not valid (see details.issues).')
-}
+import { invalidQuery } from '../core/errors'
 
 export interface IntRange {
   min: number

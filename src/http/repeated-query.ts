@@ -3,9 +3,8 @@
  * already was (query.ts), rather than silently reading one of the two values. Parameters the route does
  * not declare stay ignored, repeated or not (junk is harmless, docs/api.md).
  */
-import { ApiError } from '../core/errors'
+import { ApiError, invalidQuery } from '../core/errors'
 import { declaredQueryOf } from './url-nul'
-import { invalidQuery } from './query'
 
 /** The refusal for a routed request naming one of its route's query parameters twice, else undefined. */
 export function repeatedQueryParameter(method: string, route: string, url: string): ApiError | undefined {

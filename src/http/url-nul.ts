@@ -4,9 +4,8 @@
  * parameters and the query parameters its schema declares; any other query parameter is ignored (junk
  * stays harmless, as documented in docs/api.md), so only those are checked.
  */
-import { ApiError } from '../core/errors'
+import { ApiError, invalidQuery } from '../core/errors'
 import { NUL, NUL_MESSAGE } from '../core/nul'
-import { invalidQuery } from './query'
 
 /** "GET /v1/feedback" → the query parameters the route's schema declares. Filled when the app is built. */
 const declaredQuery = new Map<string, readonly string[]>()

@@ -11,9 +11,8 @@ import { IdParams } from '../feedback/model'
 import type { Inbox } from './inbox-repo'
 import { ADMIN_SESSION, IdsBody, InboxQuery, OrgParams } from './model'
 import { ID_PATTERN } from '../../core/ids'
-import { ApiError } from '../../core/errors'
+import { ApiError, invalidQuery } from '../../core/errors'
 import { parseIsoTime } from '../../core/iso-time'
-import { invalidQuery } from '../../http/query'
 
 const AUTH = ['not_signed_in', 'csrf_failed', 'rate_limited'] as const
 const doc = (summary: string, description?: string) => ({ summary, description, tags: ['admin'], security: ADMIN_SESSION })

@@ -3,12 +3,12 @@
  * CLI command does not load Elysia and the HTTP layer with them.
  */
 import { parseIsoTime } from '../../core/iso-time'
-import { invalidQuery } from '../../http/query'
+import { invalidQuery } from '../../core/errors'
 
 /**
  * An ISO 8601 instant with a date, as epoch ms; anything else is the spec's invalid_body naming `path`,
  * said to be about the query string (`since` is one): the body's default message sent callers of
- * GET /v1/audit looking for a body they never sent. (http/query.ts loads nothing of Elysia.)
+ * GET /v1/audit looking for a body they never sent.
  */
 export function parseSince(value: string, path: string): number {
   const ms = parseIsoTime(value)
