@@ -88,8 +88,8 @@ describeEachDialect('webhooks repo', (fresh) => {
     expect(await repo.disable({ id: 'w1', org_id: 'o1', app_id: null }, 'manual', s.clock.now())).toBe(true)
     expect(await repo.disable({ id: 'w1', org_id: 'o1', app_id: null }, 'manual', s.clock.now())).toBe(false)
     expect(await repo.enable('o1', 'w1', [by('webhook.enabled', 'w1')])).toBe(true)
-    // Enabled from the Org's head on: events of the disabled time are not replayed.
-    expect(await repo.getAny('w1')).toMatchObject({ enabled: true, disabled_reason: null, cursor_seq: 3 })
+    // The cursor stays where it stopped (the endpoint fanned out nothing): the events of the disabled time follow.
+    expect(await repo.getAny('w1')).toMatchObject({ enabled: true, disabled_reason: null, cursor_seq: 0 })
     expect(await repo.enable('o2', 'w1', [by('webhook.enabled', 'w1')])).toBe(false)
     expect(await repo.delete('o2', 'w1', s.clock.now(), [by('webhook.deleted', 'w1')])).toBe(false)
     expect(await repo.delete('o1', 'w1', s.clock.now(), [by('webhook.deleted', 'w1')])).toBe(true)

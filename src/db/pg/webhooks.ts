@@ -106,8 +106,9 @@ export function createPgWebhooksRepo(storage: PgStorage, clock: Clock): Webhooks
         async (c) =>
           (await exec(
             c,
-            'UPDATE webhooks SET enabled = true, disabled_reason = NULL, failing_since = NULL, cursor_seq = GREATEST(cursor_seq, $1) WHERE org_id = $2 AND id = $3 AND deleted_at IS NULL',
-            [await lastSeq(c, orgId), orgId, id],
+            // The cursor stays where the endpoint stopped: it catches up on what was committed meanwhile.
+            'UPDATE webhooks SET enabled = true, disabled_reason = NULL, failing_since = NULL WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL',
+            [orgId, id],
           )) > 0,
       ),
 

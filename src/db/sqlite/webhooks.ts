@@ -30,7 +30,8 @@ export function createSqliteWebhooksRepo({ sqlite }: SqliteStorage, clock: Clock
     rotate: q('UPDATE webhooks SET previous_secret_sealed = secret_sealed, previous_secret_until = ?, secret_sealed = ? WHERE org_id = ? AND id = ? AND deleted_at IS NULL'),
     advance: q('UPDATE webhooks SET cursor_seq = ? WHERE id = ? AND cursor_seq = ?'),
     disable: q('UPDATE webhooks SET enabled = 0, disabled_reason = ? WHERE id = ? AND enabled = 1'),
-    enable: q('UPDATE webhooks SET enabled = 1, disabled_reason = NULL, failing_since = NULL, cursor_seq = MAX(cursor_seq, ?) WHERE org_id = ? AND id = ? AND deleted_at IS NULL'),
+    // The cursor stays where the endpoint stopped: it catches up on what was committed meanwhile (docs/events.md).
+    enable: q('UPDATE webhooks SET enabled = 1, disabled_reason = NULL, failing_since = NULL WHERE org_id = ? AND id = ? AND deleted_at IS NULL'),
     failing: q('UPDATE webhooks SET failing_since = COALESCE(failing_since, ?) WHERE id = ? RETURNING failing_since'),
     healthy: q('UPDATE webhooks SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL'),
     eventsAfter: q('SELECT * FROM events WHERE org_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
@@ -116,7 +117,7 @@ export function createSqliteWebhooksRepo({ sqlite }: SqliteStorage, clock: Clock
       ),
     rotate: async (orgId, id, sealed, until, audit) => audited(() => audit, () => s.rotate.run(until, sealed, orgId, id).changes > 0),
     appendTest: async (w, audit) => audited(audit, () => outbox.append({ orgId: w.org_id, appId: w.app_id, type: 'webhook.test', data: { webhookId: w.id } })),
-    enable: async (orgId, id, audit) => audited(() => audit, () => s.enable.run(lastSeq(orgId), orgId, id).changes > 0),
+    enable: async (orgId, id, audit) => audited(() => audit, () => s.enable.run(orgId, id).changes > 0),
 
     fanOutPage: async (orgId, webhookId, limit, matches, newId, now) =>
       sqlite

@@ -80,7 +80,7 @@ export function webhookRoutes(auth: AuthDeps, webhooks: WebhooksService) {
       access: 'webhooks.manage',
       params: WebhookParams,
       response: { 200: t.NoValidate(Webhook), ...errorSchemas(...READ_ERRORS, 'invalid_body') },
-      detail: doc('Re-enable a disabled endpoint', 'Events from now on are delivered; use redeliver-failed for what failed before.'),
+      detail: doc('Re-enable a disabled endpoint', 'The endpoint first catches up on the events committed while it was disabled (oldest first), then gets new ones; use redeliver-failed for deliveries that failed before.'),
     })
     .post(
       '/v1/webhooks/:id/test',

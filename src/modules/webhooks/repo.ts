@@ -121,7 +121,10 @@ export interface WebhooksRepo {
   rotate(orgId: string, id: string, sealed: string, previousUntil: number, audit: AuditEntry[]): Promise<boolean>
   /** Appends a webhook.test event for the endpoint; `audit` is given its seq. Returns the seq. */
   appendTest(w: Pick<WebhookRow, 'id' | 'org_id' | 'app_id'>, audit: (seq: number) => AuditEntry[]): Promise<number>
-  /** Enables the endpoint from the Org's last seq on (events of the disabled time are not replayed). */
+  /**
+   * Enables the endpoint; its cursor stays where it stopped, so it catches up on the events committed while
+   * it was disabled (and any committed before the disable that it had not fanned out yet), in order.
+   */
   enable(orgId: string, id: string, audit: AuditEntry[]): Promise<boolean>
 
   /**

@@ -180,7 +180,8 @@ export function createWebhooksService(ctx: WebhooksDeps, options: WebhooksServic
 
     async enable(orgId: string, id: string, by: ActedBy) {
       await require(orgId, id)
-      // Events that happened while disabled are not replayed; failed deliveries can be (redeliverFailed).
+      // The cursor stays put: the events committed while it was disabled follow, oldest first. Deliveries
+      // that failed (those the disable left unsent included) are sent again by redeliverFailed only.
       await repo.enable(orgId, id, [entry(by, orgId, 'webhook.enabled', id)])
       return presentWebhook(await require(orgId, id), ctx.clock.now())
     },
