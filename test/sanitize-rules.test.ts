@@ -132,6 +132,40 @@ describe('exact replacements: structure stays, only the value goes', () => {
   }
 })
 
+/**
+ * Numbers as web pages and word processors typeset them: no-break spaces (French phone numbers, `&nbsp;`
+ * in a card number shown on a page), narrow no-break and figure spaces, non-breaking hyphens (kept so a
+ * phone number does not wrap), en dashes, full-width digits typed with a Japanese input method. A reader
+ * sees the same number as with an ASCII space or hyphen; these went through raw. The characters around
+ * a value stay as they were.
+ */
+describe('typographic spaces, hyphens and full-width forms separate like their ASCII forms', () => {
+  const CASES: [string, string][] = [
+    ['appelez le 06\u00A012\u00A034\u00A056\u00A078', 'appelez le [REDACTED:phone]'],
+    ['appelez le 01\u202F23\u202F45\u202F67\u202F89 svp', 'appelez le [REDACTED:phone] svp'],
+    ['call +44\u00A020\u00A07946\u00A00958', 'call [REDACTED:phone]'],
+    ['call 415\u2011555\u20110132 today', 'call [REDACTED:phone] today'],
+    ['call (555)\u00A0555\u20130199', 'call [REDACTED:phone]'],
+    ['card 4111\u00A01111\u00A01111\u00A01111 declined', 'card [REDACTED:credit_card] declined'],
+    ['card 5555\u20075555\u20075555\u20074444', 'card [REDACTED:credit_card]'],
+    ['IBAN DE89\u00A03704\u00A00044\u00A00532\u00A00130\u00A000', 'IBAN [REDACTED:iban]'],
+    ['SSN 123\u00A045\u00A06789', 'SSN [REDACTED:ssn]'],
+    ['電話 ０３－１２３４－５６７８ まで', '電話 [REDACTED:phone] まで'],
+    ['password:\u00A0hunter2', 'password:\u00A0[REDACTED:secret]'],
+    ['メール jane.doe＠example.com へ', 'メール [REDACTED:email] へ'],
+    // still look-alikes: prices and counts typeset the same way
+    ['total 1\u00A0234,56\u00A0€ and 12\u202F345\u202F678 views', 'total 1\u00A0234,56\u00A0€ and 12\u202F345\u202F678 views'],
+    ['from 2020\u20132024, pages 10\u201312', 'from 2020\u20132024, pages 10\u201312'],
+  ]
+  for (const [input, expected] of CASES) {
+    test(short(input), () => {
+      const { out } = run(input)
+      expect(out).toBe(expected)
+      expect(sanitizeText(out, {})).toBe(out)
+    })
+  }
+})
+
 describe('entropy floors and placeholders', () => {
   test('Shannon entropy: zero for a repeated character, log2(n) for n distinct ones', () => {
     expect(shannonEntropy('aaaaaaaa')).toBe(0)

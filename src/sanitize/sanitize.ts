@@ -35,13 +35,37 @@ function spanAround(spans: [number, number][], i: number): [number, number] | un
   return undefined
 }
 
-/** Applies one rule to `text`. */
-export function applyRule(text: string, rule: Rule, counts: RedactionCounts): string {
-  if (rule.mayMatch && !rule.mayMatch(text)) return text
+/**
+ * Typographic forms of the separators and digits that numbers are written with, which a reader takes
+ * for their ASCII forms: no-break, narrow no-break, figure, thin and ideographic spaces (French phone
+ * numbers, `&nbsp;` in a number shown on a page), hyphens, non-breaking hyphens and en dashes (a phone
+ * number kept from wrapping), and the full-width digits, `+`, `-`, `(`, `)`, `.`, `/` and `@` of CJK
+ * input methods. Each maps to one ASCII character, so offsets stay the same. Not the full-width `：`
+ * and `＝` (the `key=value` rule reads them itself) nor brackets (`［REDACTED:…］` must stay no token).
+ */
+const FOLDABLE = /[\u00A0\u1680\u2000-\u200A\u202F\u205F\u3000\u2010-\u2013\u2212\uFE63\uFF08\uFF09\uFF0B\uFF0D-\uFF19\uFF20]/
+const FOLDABLE_ALL = new RegExp(FOLDABLE.source, 'g')
+
+function foldChar(ch: string): string {
+  const code = ch.charCodeAt(0)
+  if (code >= 0xff08) return String.fromCharCode(code - 0xfee0) // full-width form → ASCII
+  if ((code >= 0x2010 && code <= 0x2013) || code === 0x2212 || code === 0xfe63) return '-'
+  return ' '
+}
+
+/** `text` with typographic separators and full-width digits as their ASCII forms, offset for offset. */
+export const fold = (text: string): string => text.replace(FOLDABLE_ALL, foldChar)
+
+/**
+ * Applies one rule to `text`. The rule reads `scan`, the same text with separators folded (offsets are
+ * the same): a number typeset with no-break spaces is the number; what is kept is kept as written.
+ */
+export function applyRule(text: string, rule: Rule, counts: RedactionCounts, scan = text): string {
+  if (rule.mayMatch && !rule.mayMatch(scan)) return text
   const tokens = tokenSpans(text)
   let out = ''
   let last = 0
-  for (const c of rule.detect(text)) {
+  for (const c of rule.detect(scan)) {
     // A match that begins inside a token read the token's own text (`…:opaque_token]: x` is no key).
     if (c.start < last || spanAround(tokens, c.match.index)) continue
     // A candidate that cuts into a token grows to cover it; if that leaves nothing but tokens, it was
@@ -74,9 +98,17 @@ export const WITHHELD = 'unsanitizable'
 export function sanitizeText(text: string, counts: RedactionCounts, rules: readonly Rule[] = RULES): string {
   let out = text
   const found: RedactionCounts = {}
+  // Tokens hold no foldable character and replacements only remove text: a text without one never has one.
+  const folds = FOLDABLE.test(text)
+  let folded = text
+  let scan = folds ? fold(text) : text
   for (let pass = 0; pass < MAX_PASSES; pass++) {
     const before = out
-    for (const rule of rules) out = applyRule(out, rule, found)
+    for (const rule of rules) {
+      // Folded again only after a rule replaced something (an unchanged text is the same string).
+      if (folds && out !== folded) scan = fold((folded = out))
+      out = applyRule(out, rule, found, folds ? scan : out)
+    }
     if (out === before) {
       for (const [name, n] of Object.entries(found)) counts[name] = (counts[name] ?? 0) + n
       return out
