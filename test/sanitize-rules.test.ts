@@ -126,6 +126,12 @@ describe('exact replacements: structure stays, only the value goes', () => {
     ['resolver 8.8.4.4:53 timed out', 'resolver [REDACTED:ipv4]:53 timed out'],
     ['[2001:db8::1]:443', '[[REDACTED:ipv6]]:443'],
     ['card 4111-1111-1111-1111 exp 12/27', 'card [REDACTED:credit_card] exp 12/27'],
+    // A URL in a console line keeps its encoding: the email in its query is written with `%40`.
+    ['GET https://api.example.com/v1/users?email=jane.doe%40example.com 404 (Not Found)', 'GET https://api.example.com/v1/users?email=[REDACTED:email] 404 (Not Found)'],
+    ['Failed to load /login?user=Jane%2Bshop%40Example.COM&next=%2Fcart', 'Failed to load /login?user=[REDACTED:email]&next=%2Fcart'],
+    ['redirect /cb?next=%2Fprofile%3Femail%3Djane%40example.com%26tab%3D2', 'redirect /cb?next=%2Fprofile%3Femail%3D[REDACTED:email]%26tab%3D2'],
+    ['fetch https://registry.npmjs.org/%40types%2Fnode and %40babel%2Fcore%407.24.0', 'fetch https://registry.npmjs.org/%40types%2Fnode and %40babel%2Fcore%407.24.0'],
+    ['GET /img/logo%402x.png and git%40github.com:acme/app.git', 'GET /img/logo%402x.png and git%40github.com:acme/app.git'],
   ]
   for (const [input, expected] of CASES) {
     test(short(input), () => expect(run(input).out).toBe(expected))

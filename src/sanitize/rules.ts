@@ -113,6 +113,23 @@ function sensitiveKeyValue(c: Candidate): Candidate | null {
   return end === c.end ? c : reslice(c, c.start, end)
 }
 
+/**
+ * A percent-encoded address (`jane%40example.com`) sits in an encoded URL, where the local part starts
+ * after the last encoded delimiter: in `next=%2Fprofile%3Femail%3Djane%40example.com` the address is
+ * `jane%40example.com` and `%2Fprofile%3Femail%3D` is the path and the parameter's name. Escapes of
+ * characters a local part has (`%2B` for `+`, `%2E`, `%2D`, `%5F`) stay in it.
+ */
+function narrowEncodedEmail(c: Candidate): Candidate | null {
+  if (c.value.includes('@')) return c
+  const at = c.value.lastIndexOf('%40') // a domain holds no `%`
+  let from = 0
+  for (const m of c.value.slice(0, at).matchAll(/%([0-9A-Fa-f]{2})/g)) {
+    if (!/[\w.+-]/.test(String.fromCharCode(parseInt(m[1], 16)))) from = m.index + 3
+  }
+  if (from >= at) return null
+  return from === 0 ? c : reslice(c, c.start + from, c.end)
+}
+
 /** Non-personal home folders (and templates) that name nobody. */
 const GENERIC_HOMES = /^(?:Shared|Public|Default|Default User|All Users|Guest|\$\{?USER\}?|%USERNAME%|<[^>]*>|~)$/i
 
@@ -211,14 +228,15 @@ export const RULES: readonly Rule[] = [
   rule({
     name: 'email',
     kind: 'pii',
-    // Unicode local parts (`bøb@`) and internationalised domains (`münchen.de`, `例子.广告`, `xn--…`).
-    mayMatch: contains('@'),
-    detect: matcher(/(?<![\p{L}\p{N}\p{M}_.%+-])[\p{L}\p{N}\p{M}_.%+-]{1,64}@(?:[\p{L}\p{N}](?:[\p{L}\p{N}\p{M}-]{0,61}[\p{L}\p{N}\p{M}])?\.)+(?:\p{L}[\p{L}\p{M}]{1,23}|xn--[a-z0-9-]{1,59})(?![\p{L}\p{N}\p{M}_-])/u),
+    // Unicode local parts (`bøb@`) and internationalised domains (`münchen.de`, `例子.广告`, `xn--…`); the
+    // `@` also percent-encoded, as a URL printed in a console line writes it (`?email=jane%40example.com`).
+    mayMatch: contains('@', '%40'),
+    detect: matcher(/(?<![\p{L}\p{N}\p{M}_.%+-])[\p{L}\p{N}\p{M}_.%+-]{1,64}(?:@|%40)(?:[\p{L}\p{N}](?:[\p{L}\p{N}\p{M}-]{0,61}[\p{L}\p{N}\p{M}])?\.)+(?:\p{L}[\p{L}\p{M}]{1,23}|xn--[a-z0-9-]{1,59})(?![\p{L}\p{N}\p{M}_-])/u, { narrow: narrowEncodedEmail }),
     keep: (c) =>
       // Retina asset names (logo@2x.png), files that look like addresses, and `git@host:` SSH remotes.
-      /@\d+(?:\.\d+)?x\./i.test(c.value) ||
+      /(?:@|%40)\d+(?:\.\d+)?x\./i.test(c.value) ||
       /\.(?:png|jpe?g|gif|webp|svg|avif|ico|bmp|m?js|cjs|tsx?|jsx|css|scss|map|json|html?|xml|woff2?|ttf|otf|eot|pdf|txt|zip|gz|mp[34]|webm|wasm|lock|ya?ml|vue|svelte)$/i.test(c.value) ||
-      (/^git@/.test(c.value) && after(c).startsWith(':')),
+      (/^git(?:@|%40)/.test(c.value) && after(c).startsWith(':')),
   }),
   rule({
     name: 'credit_card',
