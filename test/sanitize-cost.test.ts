@@ -47,6 +47,11 @@ const SHAPES: Record<string, string> = {
   'at signs': 'a@b.',
   'home folders': '/Users/',
   'mixed-class words': 'Aa1Aa1Aa1Aa1Aa1Aa1Aa1Aa1Aa1Aa1Aa1Aa1 ',
+  'standard base64 then a dash': 'Ab3+Cd9/Ef7+Gh1/Ij2+Kl4/Mn5+Op6/Qr8+-',
+  'slashes and words': '/Aa1/bb2',
+  'encoded at signs': 'a%3Da%40b.',
+  'no-break spaces and digits': '1\u00A0',
+  'full-width digits and hyphens': '１－',
 }
 
 const repeat = (unit: string, n: number): string => unit.repeat(Math.ceil(n / unit.length)).slice(0, n)

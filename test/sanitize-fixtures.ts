@@ -88,6 +88,11 @@ export const T = {
   jwt3: jwt({ typ: 'JWT', alg: 'none' }, { admin: true }, ''),
   jwtStd: Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT' })).toString('base64') + '.' + Buffer.from(JSON.stringify({ sub: 'user>?_1', n: '~~~>>>' })).toString('base64') + '.' + r(B64, 42) + '+/=',
   pemKeyBody: Array.from({ length: 6 }, () => r(B64, 64)).join('\n'),
+  // standard base64 (`+`, `/`, `=`): `openssl rand -base64 32`, Laravel's APP_KEY, an Azure account key
+  b64Key1: r(B64, 12) + '+' + r(B64, 14) + '/' + r(B64, 15) + '=',
+  b64Key2: r(B64, 20) + '/' + r(B64, 22) + '=',
+  b64Key3: r(B64, 9) + '/' + r(B64, 20) + '+' + r(B64, 20) + '/' + r(B64, 13),
+  azureKey: r(B64, 30) + '+' + r(B64, 25) + '/' + r(B64, 29) + '==',
 }
 
 export const PEM_RSA = `-----BEGIN RSA PRIVATE KEY-----\n${T.pemKeyBody}\n-----END RSA PRIVATE KEY-----`
@@ -175,6 +180,11 @@ export const TRUE_POSITIVES: [string, string, string[]][] = [
   ['opaque_token', `download link https://files.example.com/s/${T.opaque1}/report.pdf`, [T.opaque1]],
   ['opaque_token', `session id ${T.opaque2} expired`, [T.opaque2]],
   ['opaque_token', `https://app.example.com/invite/${T.opaque3}`, [T.opaque3]],
+  // standard base64 with `+` and `/`: split there, every piece was under 32 characters and stayed
+  ['opaque_token', `APP_KEY=base64:${T.b64Key1} php artisan serve`, [T.b64Key1, T.b64Key1.slice(0, 12), T.b64Key1.slice(13, 27)]],
+  ['opaque_token', `openssl rand -base64 32 gave ${T.b64Key2} and the app rejected it`, [T.b64Key2, T.b64Key2.slice(0, 20), T.b64Key2.slice(21, 43)]],
+  ['opaque_token', `cached blob "${T.b64Key3}" in localStorage`, [T.b64Key3.slice(0, 9), T.b64Key3.slice(10, 30), T.b64Key3.slice(31, 51)]],
+  ['secret', `DefaultEndpointsProtocol=https;AccountName=acmestore;AccountKey=${T.azureKey};EndpointSuffix=core.windows.net`, [T.azureKey.slice(0, 30), T.azureKey.slice(31, 56), T.azureKey.slice(57, 86)]],
   ['username', 'Error: ENOENT /Users/jane.doe/Projects/app/.env', ['jane.doe']],
   ['username', 'at Object.<anonymous> (/home/bobsmith/work/app/index.js:10:5)', ['bobsmith']],
   ['username', 'saved to C:\\Users\\Maria Garcia\\Downloads\\export.csv', ['Maria Garcia']],
@@ -265,6 +275,10 @@ export const LOOK_ALIKES: string[] = [
   'postgres://user:${DB_PASSWORD}@localhost/app',
   'a-very-long-css-class-name-for-the-primary-navigation-bar',
   'useEffectCleanupFunctionForSubscriptionManager',
+  // paths and hashes in standard-base64 characters
+  'GET /api/v2/Organizations/8f3a2b1c/Projects/42/Settings/Billing 404',
+  'route /v1/Accounts/AC12/Calls/CA34/Recordings/RE56/Transcriptions',
+  "Refused to execute inline script: a hash ('sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=') or a nonce is required",
 ]
 
 /**

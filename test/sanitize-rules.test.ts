@@ -496,7 +496,9 @@ describe('property: idempotent, and no planted secret survives', () => {
       const once = sanitizeText(text, {})
       const twice = sanitizeText(once, {})
       if (twice !== once) throw new Error(`not idempotent:\n${JSON.stringify(text)}\n${JSON.stringify(once)}\n${JSON.stringify(twice)}`)
-      for (const s of secrets) if (once.includes(s)) throw new Error(`planted ${JSON.stringify(s)} survived in:\n${JSON.stringify(once)}`)
+      // (A look-alike may hold the same characters as a planted value: `version 219.09.9998` is the dotted SSN's.)
+      const kept = parts.filter((p) => LOOK_ALIKES.includes(p))
+      for (const s of secrets) if (once.includes(s) && !kept.some((p) => p.includes(s))) throw new Error(`planted ${JSON.stringify(s)} survived in:\n${JSON.stringify(once)}`)
       planted += secrets.length
     }
     expect(planted).toBeGreaterThan(1000)

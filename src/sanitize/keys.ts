@@ -24,7 +24,8 @@ const FOREIGN_PASSWORDS = ['motdepasse', 'passwort', 'kennwort', 'contraseña', 
 const CONTAINED = ['password', 'passwd', 'passphrase', 'secret', ...FOREIGN_PASSWORDS]
 
 /** Names that are sensitive at the end of a longer name (`access_token`, `x-api-key`, `jsessionid`). */
-const SUFFIXES = ['token', 'apikey', 'accesskey', 'privatekey', 'secretkey', 'signingkey', 'encryptionkey', 'sessionid', 'sessionkey', 'cookie', 'authorization', 'credentials', 'pwd']
+// `accountkey`: Azure Storage's `AccountKey=` in a connection string (88 characters of standard base64).
+const SUFFIXES = ['token', 'apikey', 'accesskey', 'accountkey', 'privatekey', 'secretkey', 'signingkey', 'encryptionkey', 'sessionid', 'sessionkey', 'cookie', 'authorization', 'credentials', 'pwd']
 
 /**
  * Names sensitive only as URL query or fragment parameters, where they carry OAuth codes and signed-URL

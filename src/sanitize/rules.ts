@@ -210,8 +210,20 @@ export const RULES: readonly Rule[] = [
     kind: 'credential',
     // Long random base64url runs (session ids, signed-URL tokens in paths). Hex digests, UUIDs and
     // identifiers fail the mix-of-classes or entropy test: hex cannot exceed 4 bits per character.
-    detect: matcher(/(?<![\w-])[\w-]{32,}(?![\w-])/),
-    keep: (c) => !mixesCharacterClasses(c.value) || shannonEntropy(c.value) < 4,
+    // Standard base64 too (`openssl rand -base64 32`, Laravel's `APP_KEY=base64:…`, Azure keys): split at
+    // its `+` and `/`, each piece was short of 32 and stayed. Such a run holds a `+` or `/` (else it is the
+    // first pattern's), and one with `/` alone, unpadded, that holds a word between its slashes or starts
+    // with one is a path (`/api/v2/Organizations/8f3a2b1c/Settings`). A hash after `sha256-` (a CSP
+    // error's) is not read: a dash before the run is not a start.
+    detect: matcher([/(?<![\w-])[\w-]{32,}(?![\w-])/, /(?<![\w+/-])[A-Za-z0-9+/]{32,}={0,2}(?![\w+/=-])/]),
+    keep: (c) => {
+      const v = c.value.replace(/=+$/, '')
+      if (!mixesCharacterClasses(v) || shannonEntropy(v) < 4) return true
+      if (!/[+/]/.test(v)) return false
+      // AWS's documentation key (`wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY`) and its like.
+      if (isPlaceholder(v, 4)) return true
+      return !v.includes('+') && v === c.value && (v.startsWith('/') || v.split('/').some((part) => part.length >= 4 && /^(?:[A-Z]?[a-z]{2,})+$/.test(part)))
+    },
   }),
 
   // ── personal data ────────────────────────────────────────────────────────────────────────────────
