@@ -126,6 +126,9 @@ describe('exact replacements: structure stays, only the value goes', () => {
     ['resolver 8.8.4.4:53 timed out', 'resolver [REDACTED:ipv4]:53 timed out'],
     ['[2001:db8::1]:443', '[[REDACTED:ipv6]]:443'],
     ['card 4111-1111-1111-1111 exp 12/27', 'card [REDACTED:credit_card] exp 12/27'],
+    ['SMTP_PASS=hunter2x npm start', 'SMTP_PASS=[REDACTED:secret] npm start'],
+    ['{"cardNumber":"4111 1111 1111 1111","cvc":"123","exp":"12/27"}', '{"cardNumber":"[REDACTED:credit_card]","cvc":"[REDACTED:secret]","exp":"12/27"}'],
+    ['passcode: 839201', 'passcode: [REDACTED:secret]'],
     // A URL in a console line keeps its encoding: the email in its query is written with `%40`.
     ['GET https://api.example.com/v1/users?email=jane.doe%40example.com 404 (Not Found)', 'GET https://api.example.com/v1/users?email=[REDACTED:email] 404 (Not Found)'],
     ['Failed to load /login?user=Jane%2Bshop%40Example.COM&next=%2Fcart', 'Failed to load /login?user=[REDACTED:email]&next=%2Fcart'],
@@ -244,6 +247,11 @@ describe('checks behind the guards', () => {
     for (const k of ['password', 'Password', 'db_password', 'passwordConfirmation', 'client_secret', 'apiKey', 'X-Api-Key', 'access_token', 'refreshToken', 'set-cookie', 'Authorization', 'session', 'jsessionid', 'private_key', 'pwd', 'auth']) {
       expect(isSensitiveKey(k), k).toBe(true)
     }
+    // A service's password written `_PASS` (.env files, config dumps), one-time and card security codes.
+    for (const k of ['DB_PASS', 'smtpPass', 'MAIL_PASS', 'REDIS_PASS', 'passcode', 'cvc', 'card_cvv', 'cvv2']) {
+      expect(isSensitiveKey(k), k).toBe(true)
+    }
+    for (const k of ['bypass', 'compass', 'trespass', 'render_pass', 'first_pass', 'cvc_enabled', 'lessons', 'pincode']) expect(isSensitiveKey(k), k).toBe(false)
     for (const k of ['author', 'oauth_provider', 'sessions_count', 'token_count', 'max_tokens', 'keyboard', 'code', 'signature', 'public_key', '[REDACTED:opaque_token]']) {
       expect(isSensitiveKey(k), k).toBe(false)
     }

@@ -11,7 +11,7 @@ import { TOKEN_PATTERN } from './tokens'
 export const normalizeKey = (key: string): string => key.toLowerCase().replace(/[-_.\s[\]]/g, '')
 
 /** Names that are sensitive only as themselves (`auth`, not `author`; `session`, not `sessions_count`). */
-const EXACT = new Set(['pwd', 'pass', 'auth', 'authorization', 'session', 'sid', 'cookie', 'setcookie', 'credentials', 'credential', 'pin', 'otp', 'mfacode', 'totp'])
+const EXACT = new Set(['pwd', 'pass', 'auth', 'authorization', 'session', 'sid', 'cookie', 'setcookie', 'credentials', 'credential', 'pin', 'otp', 'mfacode', 'totp', 'cvv2', 'cvc2'])
 
 /**
  * "Password" in other languages (French, German, Spanish, Portuguese, Dutch, Polish, Swedish, Danish,
@@ -25,7 +25,17 @@ const CONTAINED = ['password', 'passwd', 'passphrase', 'secret', ...FOREIGN_PASS
 
 /** Names that are sensitive at the end of a longer name (`access_token`, `x-api-key`, `jsessionid`). */
 // `accountkey`: Azure Storage's `AccountKey=` in a connection string (88 characters of standard base64).
-const SUFFIXES = ['token', 'apikey', 'accesskey', 'accountkey', 'privatekey', 'secretkey', 'signingkey', 'encryptionkey', 'sessionid', 'sessionkey', 'cookie', 'authorization', 'credentials', 'pwd']
+// `passcode` (a one-time or door code), `cvc`/`cvv` (a card's security code: `{"cvc":"123"}` in a payment
+// form's state).
+const SUFFIXES = ['token', 'apikey', 'accesskey', 'accountkey', 'privatekey', 'secretkey', 'signingkey', 'encryptionkey', 'sessionid', 'sessionkey', 'cookie', 'authorization', 'credentials', 'pwd', 'passcode', 'cvc', 'cvv']
+
+/**
+ * A service's password written `…_PASS` (`DB_PASS`, `SMTP_PASS`, `redisPass` in .env files and config
+ * dumps). `pass` alone at the end of a name is too often something else (`bypass`, `compass`,
+ * `render_pass`), so only after the name of something that takes a password.
+ */
+const PASS_OWNERS = ['db', 'database', 'smtp', 'mail', 'email', 'imap', 'pop3', 'redis', 'ftp', 'sftp', 'ldap', 'bind', 'admin', 'root', 'user', 'proxy', 'mysql', 'pg', 'postgres', 'sql', 'mongo', 'mongodb', 'rabbitmq', 'amqp', 'mqtt', 'kafka', 'sasl', 'keystore', 'truststore', 'ssh', 'vnc', 'vpn', 'wifi', 'http', 'basic', 'login', 'account', 'api', 'app', 'auth', 'master']
+const OWNED_PASSES = PASS_OWNERS.map((owner) => owner + 'pass')
 
 /**
  * Names sensitive only as URL query or fragment parameters, where they carry OAuth codes and signed-URL
@@ -58,7 +68,7 @@ function sensitiveKey(key: string): boolean {
   // must not make its value look like a token's.
   const k = normalizeKey(key.replace(TOKEN_PATTERN, ' '))
   if (k.length === 0 || k.length > 64) return false
-  return EXACT.has(k) || CONTAINED.some((w) => k.includes(w)) || SUFFIXES.some((s) => k.endsWith(s))
+  return EXACT.has(k) || CONTAINED.some((w) => k.includes(w)) || SUFFIXES.some((s) => k.endsWith(s)) || OWNED_PASSES.some((s) => k.endsWith(s))
 }
 
 /** True when a value under this name is a password, which may be a pass phrase of several words. */
