@@ -52,6 +52,9 @@ const SHAPES: Record<string, string> = {
   'encoded at signs': 'a%3Da%40b.',
   'no-break spaces and digits': '1\u00A0',
   'full-width digits and hyphens': '１－',
+  'curl users': "curl -u 'a",
+  'curl user pairs': 'curl -u a:',
+  'user flags': '-u "x',
 }
 
 const repeat = (unit: string, n: number): string => unit.repeat(Math.ceil(n / unit.length)).slice(0, n)

@@ -129,6 +129,12 @@ describe('exact replacements: structure stays, only the value goes', () => {
     ['SMTP_PASS=hunter2x npm start', 'SMTP_PASS=[REDACTED:secret] npm start'],
     ['{"cardNumber":"4111 1111 1111 1111","cvc":"123","exp":"12/27"}', '{"cardNumber":"[REDACTED:credit_card]","cvc":"[REDACTED:secret]","exp":"12/27"}'],
     ['passcode: 839201', 'passcode: [REDACTED:secret]'],
+    // HTML's autocomplete name for the security code, as a form's state is logged
+    ['{"cc-number":"4111111111111111","cc-csc":"123","cc-exp":"12/27"}', '{"cc-number":"[REDACTED:credit_card]","cc-csc":"[REDACTED:secret]","cc-exp":"12/27"}'],
+    // curl's user and password
+    ['curl -u admin:hunter2 https://api.example.com/v1', 'curl -u [REDACTED:secret] https://api.example.com/v1'],
+    ["curl --user 'jane@example.com:S3cret!' -X POST", "curl --user '[REDACTED:secret]' -X POST"],
+    ['curl -u jane https://api.example.com, docker run -u 1000:1000 app, curl -u ${USER}:${PASS} x', 'curl -u jane https://api.example.com, docker run -u 1000:1000 app, curl -u ${USER}:${PASS} x'],
     // A URL in a console line keeps its encoding: the email in its query is written with `%40`.
     ['GET https://api.example.com/v1/users?email=jane.doe%40example.com 404 (Not Found)', 'GET https://api.example.com/v1/users?email=[REDACTED:email] 404 (Not Found)'],
     ['Failed to load /login?user=Jane%2Bshop%40Example.COM&next=%2Fcart', 'Failed to load /login?user=[REDACTED:email]&next=%2Fcart'],
@@ -248,7 +254,7 @@ describe('checks behind the guards', () => {
       expect(isSensitiveKey(k), k).toBe(true)
     }
     // A service's password written `_PASS` (.env files, config dumps), one-time and card security codes.
-    for (const k of ['DB_PASS', 'smtpPass', 'MAIL_PASS', 'REDIS_PASS', 'passcode', 'cvc', 'card_cvv', 'cvv2']) {
+    for (const k of ['DB_PASS', 'smtpPass', 'MAIL_PASS', 'REDIS_PASS', 'passcode', 'cvc', 'card_cvv', 'cvv2', 'cc-csc']) {
       expect(isSensitiveKey(k), k).toBe(true)
     }
     for (const k of ['bypass', 'compass', 'trespass', 'render_pass', 'first_pass', 'cvc_enabled', 'lessons', 'pincode']) expect(isSensitiveKey(k), k).toBe(false)

@@ -11,7 +11,7 @@ import { TOKEN_PATTERN } from './tokens'
 export const normalizeKey = (key: string): string => key.toLowerCase().replace(/[-_.\s[\]]/g, '')
 
 /** Names that are sensitive only as themselves (`auth`, not `author`; `session`, not `sessions_count`). */
-const EXACT = new Set(['pwd', 'pass', 'auth', 'authorization', 'session', 'sid', 'cookie', 'setcookie', 'credentials', 'credential', 'pin', 'otp', 'mfacode', 'totp', 'cvv2', 'cvc2'])
+const EXACT = new Set(['pwd', 'pass', 'auth', 'authorization', 'session', 'sid', 'cookie', 'setcookie', 'credentials', 'credential', 'pin', 'otp', 'mfacode', 'totp', 'cvv2', 'cvc2', 'csc', 'cccsc'])
 
 /**
  * "Password" in other languages (French, German, Spanish, Portuguese, Dutch, Polish, Swedish, Danish,
@@ -26,7 +26,7 @@ const CONTAINED = ['password', 'passwd', 'passphrase', 'secret', ...FOREIGN_PASS
 /** Names that are sensitive at the end of a longer name (`access_token`, `x-api-key`, `jsessionid`). */
 // `accountkey`: Azure Storage's `AccountKey=` in a connection string (88 characters of standard base64).
 // `passcode` (a one-time or door code), `cvc`/`cvv` (a card's security code: `{"cvc":"123"}` in a payment
-// form's state).
+// form's state; HTML's autocomplete name for it, `cc-csc`, is an exact name).
 const SUFFIXES = ['token', 'apikey', 'accesskey', 'accountkey', 'privatekey', 'secretkey', 'signingkey', 'encryptionkey', 'sessionid', 'sessionkey', 'cookie', 'authorization', 'credentials', 'pwd', 'passcode', 'cvc', 'cvv']
 
 /**

@@ -40,10 +40,24 @@ const hasSeparator = (text: string): boolean => /[:=：＝]/.test(text)
 // CJK punctuation and the full-width forms, so `：` and `＝` stay separators) rather than \p{L} with the
 // `u` flag, which made this rule — run at every word start of every field — seven times slower.
 const KEY_VALUE =
-  /(?<![\w\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF])(?<q>\\?["']|)(?=[\w.\-[\]\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF]{0,63}?(?:pass|pwd|auth|session|sid|cookie|credential|pin|otp|code|secret|token|key|sig|nonce|hmac|cvc|cvv|contrase|clave|senha|wachtwoord|has[lł]o|l[öo]senord|salasana|parola|kennwort|heslo|jelsz|[şs]ifre|пароль|パスワード|密码|密碼|비밀번호))(?<key>[A-Za-z\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF][\w.\-[\]\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF]{0,63})\k<q>[ \t]{0,4}(?:[:=：＝][ \t]{0,4}|(?<nl>[:：])[ \t]{0,4}(?:\r?\n|\\(?:r\\)?n)[ \t]{1,16})(?:(?:Bearer|Basic|Token|Digest)[ \t]+|(?!(?:Bearer|Basic|Token|Digest)\b))(?:\\"(?<secret1>(?:[^"\\\r\n]|\\[^"\r\n]){1,4096})\\"|"(?<secret2>(?:[^"\\\r\n]|\\.){1,4096})"|'(?<secret3>[^'\r\n]{1,4096})'|(?<secret5>\$\{[^}\s]{1,64}\}|\{\{[^}]{1,64}\}\})|[“”„«»「『]\s*(?<secret6>[^“”„«»」』\r\n]{1,4096}?)\s*[“”»«」』]|\[(?!REDACTED:)(?<secret7>[^\]\s]{1,256})\]|\((?<secret8>[^)\s]{1,256})\)|<(?<secret9>[^<>\s]{1,256})>|\{(?<secret10>[^{}\s]{1,256})\}|(?<secret4>[^\s"'&;,<>(){}[\]\\“”„«»「」『』]{1,256}))/i
+  /(?<![\w\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF])(?<q>\\?["']|)(?=[\w.\-[\]\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF]{0,63}?(?:pass|pwd|auth|session|sid|cookie|credential|pin|otp|code|secret|token|key|sig|nonce|hmac|cvc|cvv|csc|contrase|clave|senha|wachtwoord|has[lł]o|l[öo]senord|salasana|parola|kennwort|heslo|jelsz|[şs]ifre|пароль|パスワード|密码|密碼|비밀번호))(?<key>[A-Za-z\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF][\w.\-[\]\u00C0-\u1FFF\u2C00-\u2FFF\u3040-\uFEFF]{0,63})\k<q>[ \t]{0,4}(?:[:=：＝][ \t]{0,4}|(?<nl>[:：])[ \t]{0,4}(?:\r?\n|\\(?:r\\)?n)[ \t]{1,16})(?:(?:Bearer|Basic|Token|Digest)[ \t]+|(?!(?:Bearer|Basic|Token|Digest)\b))(?:\\"(?<secret1>(?:[^"\\\r\n]|\\[^"\r\n]){1,4096})\\"|"(?<secret2>(?:[^"\\\r\n]|\\.){1,4096})"|'(?<secret3>[^'\r\n]{1,4096})'|(?<secret5>\$\{[^}\s]{1,64}\}|\{\{[^}]{1,64}\}\})|[“”„«»「『]\s*(?<secret6>[^“”„«»」』\r\n]{1,4096}?)\s*[“”»«」』]|\[(?!REDACTED:)(?<secret7>[^\]\s]{1,256})\]|\((?<secret8>[^)\s]{1,256})\)|<(?<secret9>[^<>\s]{1,256})>|\{(?<secret10>[^{}\s]{1,256})\}|(?<secret4>[^\s"'&;,<>(){}[\]\\“”„«»「」『』]{1,256}))/i
 
 /** A `Cookie:` / `Set-Cookie:` header line: every cookie on it goes. */
 const COOKIE_HEADER = /(?<![\w-])(?:set-)?cookie[ \t]*:[ \t]*(?<secret>[^\r\n]{1,4096})/i
+
+/**
+ * curl's `-u user:password` / `--user user:password` (a command pasted from a terminal or a README): the
+ * pair goes. Only on a line with `curl` before it (the rule's guard): `docker run -u 1000:1000` is a user
+ * and a group.
+ */
+const CURL_USER = /(?<![\w-])(?:-u|--user)(?:[ \t]+|=)(?:'(?<secret11>[^'\s:]{0,256}:[^'\r\n]{1,256})'|"(?<secret12>[^"\s:]{0,256}:[^"\r\n]{1,256})"|(?<secret13>[^\s'":]{0,256}:[^\s'"]{1,256}))/
+
+/** Is this `-u` an argument of curl: `curl` before it on its line, with no `;`, `|`, `&&` or `, ` between? */
+function isCurlArgument(c: Candidate): boolean {
+  const line = before(c, 256)
+  const at = line.lastIndexOf('curl')
+  return at !== -1 && (at === 0 || /\W/.test(line[at - 1])) && /^curl\b/.test(line.slice(at)) && !/[;|\n]|&&|, /.test(line.slice(at))
+}
 
 /** Characters of an unquoted value (what KEY_VALUE's last alternative takes). */
 const UNQUOTED_VALUE = /[^\s"'&;,<>(){}[\]\\“”„«»「」『』]/
@@ -200,10 +214,13 @@ export const RULES: readonly Rule[] = [
     name: 'secret',
     kind: 'credential',
     mayMatch: hasSeparator,
-    detect: matcher([KEY_VALUE, COOKIE_HEADER], { accept: hasSensitiveKey, narrow: sensitiveKeyValue }),
+    detect: matcher([KEY_VALUE, COOKIE_HEADER, CURL_USER], { accept: hasSensitiveKey, narrow: sensitiveKeyValue }),
     // A `<name>` or `{name}` value is a template when its name says so (`<your-token>`, `{password}`,
     // `{0}`); prose words are values only after a colon (`password: then click`), not after `=`.
-    keep: (c) => (group(c, 'secret9') !== undefined || group(c, 'secret10') !== undefined ? isTemplateName(c.value) : isNonSecretValue(c.value, afterColon(c))),
+    keep: (c) => {
+      if (/^-/.test(c.match[0])) return !isCurlArgument(c) || c.value.split(':').every((part) => isNonSecretValue(part, false))
+      return group(c, 'secret9') !== undefined || group(c, 'secret10') !== undefined ? isTemplateName(c.value) : isNonSecretValue(c.value, afterColon(c))
+    },
   }),
   rule({
     name: 'opaque_token',
