@@ -7,6 +7,8 @@ import type { Browser } from 'playwright-core'
 import { call, seedTenant, startTestServer, type TestServer } from './harness'
 import { BROWSER_SKIP, launchBrowser } from './browser'
 import { brokenDocLinks } from './doc-links'
+import { readdirSync, readFileSync } from 'node:fs'
+import { SETTINGS } from '../src/core/settings'
 
 let srv: TestServer
 let browser: Browser
@@ -224,5 +226,40 @@ describe('links in README.md and docs/*.md', () => {
       'README.md:1: docs/b.md: no such file',
       'README.md:1: #nowhere: no such heading',
     ])
+  })
+})
+
+describe('settings named in docs/*.md', () => {
+  const docsDir = new URL('../docs/', import.meta.url).pathname
+  const pages = () => readdirSync(docsDir).filter((f) => f.endsWith('.md')).map((f) => ({ file: f, text: readFileSync(docsDir + f, 'utf8') }))
+
+  test('every FIXLOOP_* variable a page names is one the code reads (or a test switch the tests read)', () => {
+    const root = new URL('../', import.meta.url).pathname
+    const sources = ['src', 'test', 'scripts']
+      .flatMap((dir) => (readdirSync(root + dir, { recursive: true }) as string[]).filter((f) => /\.(ts|js|sh)$/.test(f)).map((f) => readFileSync(`${root}${dir}/${f}`, 'utf8')))
+      .join('\n')
+    const unknown: string[] = []
+    for (const { file, text } of pages()) {
+      // `FIXLOOP_S3_*` names a group: its prefix must be read; any other name as a whole word.
+      for (const [name] of text.matchAll(/FIXLOOP_[A-Z0-9_]+/g)) if (!new RegExp(name.endsWith('_') ? name : `\\b${name}\\b`).test(sources)) unknown.push(`${file}: ${name}`)
+    }
+    expect([...new Set(unknown)]).toEqual([])
+  })
+
+  test('a default a page states for a setting ("`FIXLOOP_X` (default N)") is the one src/core/settings.ts gives', () => {
+    const wrong: string[] = []
+    let checked = 0
+    for (const { file, text } of pages()) {
+      for (const m of text.matchAll(/`(FIXLOOP_[A-Z0-9_]+)`[^.;`|]{0,40}?\bdefault:?\s+(\d[\d,]*(?:\.\d+)?)/g)) {
+        const setting = SETTINGS.find((s) => s.env.includes(m[1]))
+        const stated = m[2].replace(/,$/, '').replace(/,/g, '')
+        // Settings without a numeric default of their own (the S3 group's region) are not compared.
+        if (!setting || !/^\d/.test(setting.default)) continue
+        checked++
+        if (stated !== setting.default) wrong.push(`${file}: ${m[1]} default ${stated}, settings.ts ${setting.default}`)
+      }
+    }
+    expect(wrong).toEqual([])
+    expect(checked).toBeGreaterThan(15)
   })
 })
