@@ -140,8 +140,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   metrics.registry.add(async () => {
     // A database-wide figure: read by the maintenance holder only, as the other database-wide gauges.
     if (!coordinator.holds('maintenance')) return []
-    const byKind = new Map<string, number>()
-    for (const f of await services.trackers.failing()) byKind.set(f.kind, (byKind.get(f.kind) ?? 0) + 1)
+    const byKind = await services.trackers.failingByKind()
     return [{ name: 'fixloop_tracker_connections_failing', help: 'Issue-tracker connections whose last call failed, by tracker kind.', type: 'gauge', samples: [...byKind].map(([kind, value]) => ({ labels: { kind }, value })) }]
   })
   const readiness = createReadiness({
@@ -159,14 +158,14 @@ export async function startServer(config: Readonly<Config>, options: StartOption
     redis: services.redis ? () => services.redis!.check() : undefined,
     node: services.nodeCheck,
     trackers: async () => {
-      let failing
+      let failing, byKind
       try {
-        failing = await services.trackers.failing()
+        ;[failing, byKind] = await Promise.all([services.trackers.failing(), services.trackers.failingByKind()])
       } catch {
         // Not known while the database cannot be read: the `database` check says so; no second failure.
         return { ok: true, reason: 'not known: the database could not be read' }
       }
-      return trackersCheck(failing)
+      return trackersCheck(failing, [...byKind.values()].reduce((a, n) => a + n, 0))
     },
   })
   const app = createApp(ctx, services, log, { readiness, metrics }, options.demoPublicKey)

@@ -10,6 +10,7 @@ import { PUSH_DEBOUNCE_MS, type ConnectionWrite } from '../../src/modules/tracke
 import { insertReport, seedOrgApp, sql } from './store-fixtures'
 import { MIGRATIONS } from '../../src/db/migrations'
 import { PG_MIGRATIONS } from '../../src/db/pg/migrations'
+import { trackersCheck } from '../../src/modules/health/readiness'
 
 const conn = (over: Partial<ConnectionWrite> = {}): ConnectionWrite => ({
   app_id: 'a1',
@@ -93,6 +94,27 @@ describeEachDialect('trackers repo', (fresh) => {
     expect(await repo.issueByTrackerId({ app_id: 'a1', kind: 'github', project: 'acme/other' }, '7')).toBeUndefined()
     await repo.setHealth('a1', { error: 'github unreachable', at: 5, retryAt: 9 })
     expect(await repo.failing()).toEqual([{ app_id: 'a1', org_id: 'o1', kind: 'github', last_error: 'github unreachable', last_error_at: 5, retry_at: 9 }])
+  })
+
+  test('failing connections: the list stops at 100, the count by kind takes every one (the metric and /readyz\'s count stopped at 100)', async () => {
+    const s = await fresh()
+    const repo = s.store.trackers
+    for (let i = 0; i < 130; i++) {
+      const app = `app${String(i).padStart(3, '0')}`
+      await seedOrgApp(s, 'o1', app)
+      await repo.putConnection(conn({ app_id: app, kind: i % 3 === 0 ? 'gitlab' : 'github' }), [])
+      // Every connection but the last five fails.
+      if (i < 125) await repo.setHealth(app, { error: 'unreachable', at: 5, retryAt: null })
+    }
+    expect(await repo.failing()).toHaveLength(100)
+    expect(await repo.failingByKind()).toEqual([
+      { kind: 'github', n: 83 },
+      { kind: 'gitlab', n: 42 },
+    ])
+    // /readyz: the count is every failing connection, the operator's list the first 100.
+    const listed = (await repo.failing()).map((c) => ({ appId: c.app_id, kind: c.kind, lastError: c.last_error, lastErrorAt: null, retryAt: null }))
+    expect(trackersCheck(listed, 125)).toMatchObject({ ok: false, failing: 125, reason: expect.stringContaining('125 issue-tracker connection(s) failing') })
+    expect((trackersCheck(listed, 125) as { connections: unknown[] }).connections).toHaveLength(100)
   })
 
   test('closed: the lead and each duplicate that can follow resolved, status and feedback.resolved events; a replay and the same state again change nothing', async () => {

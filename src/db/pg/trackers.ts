@@ -42,6 +42,7 @@ export function createPgTrackersRepo(storage: PgStorage, side: PgLifecycle, cloc
     setHealth: async (appId, h) => void (await exec(pool, Q.setHealth, [h.error, h.at, h.retryAt, appId])),
     pendingCount: async (appId) => Number((await one<{ n: number }>(pool, Q.pendingCount, [appId]))!.n),
     failing: () => many(pool, Q.failing),
+    failingByKind: async () => (await many<{ kind: string; n: number | string }>(pool, Q.failingByKind)).map((r) => ({ kind: r.kind, n: Number(r.n) })),
     connectedOrgs: async () => (await many<{ org_id: string }>(pool, Q.connectedOrgs)).map((r) => r.org_id),
     connectionsOf: (orgId) => many<TrackerConnectionRow>(pool, Q.connectionsOf, [orgId]),
     eventsAfter: (orgId, appId, seq, limit) => many(pool, Q.eventsAfter, [orgId, seq, appId, limit]),

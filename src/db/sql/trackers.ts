@@ -7,6 +7,9 @@
 /** Whether a link follows its App's connection, in SQL (`c` the connection, `t` the link): the port's `linkFollows`. */
 export const LINK_FOLLOWS = 'c.kind = t.kind AND LOWER(c.project) = LOWER(t.project)'
 
+/** How many failing connections /readyz lists with their errors (its count and the metric count them all). */
+export const FAILING_LISTED = 100
+
 /**
  * The statements both sides run, written with `?` placeholders (the PostgreSQL side numbers them).
  * 
@@ -24,7 +27,9 @@ export const TRACKER_SQL = {
   setHealth: 'UPDATE tracker_connections SET last_error = ?, last_error_at = ?, retry_at = ? WHERE app_id = ?',
   // Links of the connection's project only: a frozen link (another project) waits for nothing.
   pendingCount: `SELECT COUNT(*) AS n FROM tracker_issues t JOIN tracker_connections c ON c.app_id = t.app_id AND ${LINK_FOLLOWS} WHERE t.app_id = ? AND t.sync_state IN ('pending', 'failing')`,
-  failing: 'SELECT app_id, org_id, kind, last_error, last_error_at, retry_at FROM tracker_connections WHERE last_error IS NOT NULL ORDER BY app_id LIMIT 100',
+  failing: `SELECT app_id, org_id, kind, last_error, last_error_at, retry_at FROM tracker_connections WHERE last_error IS NOT NULL ORDER BY app_id LIMIT ${FAILING_LISTED}`,
+  // Counted apart from the list: the list stops at FAILING_LISTED, the metric and /readyz's count must not.
+  failingByKind: 'SELECT kind, COUNT(*) AS n FROM tracker_connections WHERE last_error IS NOT NULL GROUP BY kind ORDER BY kind',
   connectedOrgs: 'SELECT DISTINCT org_id FROM tracker_connections ORDER BY org_id',
   connectionsOf: 'SELECT c.* FROM tracker_connections c JOIN apps a ON a.id = c.app_id AND a.deleted_at IS NULL WHERE c.org_id = ? ORDER BY c.app_id',
   eventsAfter: 'SELECT seq, type, data FROM events WHERE org_id = ? AND seq > ? AND app_id = ? ORDER BY seq LIMIT ?',

@@ -38,6 +38,7 @@ export function createSqliteTrackersRepo({ sqlite }: SqliteStorage, side: Sqlite
     setHealth: async (appId, h) => void q(Q.setHealth).run(h.error, h.at, h.retryAt, appId),
     pendingCount: async (appId) => (q(Q.pendingCount).get(appId) as { n: number }).n,
     failing: async () => q(Q.failing).all() as never,
+    failingByKind: async () => q(Q.failingByKind).all() as { kind: string; n: number }[],
     connectedOrgs: async () => (q(Q.connectedOrgs).all() as { org_id: string }[]).map((r) => r.org_id),
     connectionsOf: async (orgId) => q(Q.connectionsOf).all(orgId) as TrackerConnectionRow[],
     eventsAfter: async (orgId, appId, seq, limit) => q(Q.eventsAfter).all(orgId, seq, appId, limit) as never,

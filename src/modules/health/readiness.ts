@@ -53,10 +53,14 @@ export interface FailingTracker {
   retryAt: string | null
 }
 
-/** The `trackers` check: a count for everyone, the connections for the operator (stripped by `check`). */
-export function trackersCheck(failing: FailingTracker[]): Check {
-  if (failing.length === 0) return { ok: true, failing: 0 }
-  return { ok: false, reason: `${failing.length} issue-tracker connection(s) failing (advisory: docs/trackers.md "Failures")`, failing: failing.length, connections: failing }
+/**
+ * The `trackers` check: a count for everyone, the connections for the operator (stripped by `check`).
+ * `total` counts every failing connection; `failing` lists the first 100 (the count was the list's
+ * length, so it stopped at 100 however many failed).
+ */
+export function trackersCheck(failing: FailingTracker[], total = failing.length): Check {
+  if (total === 0) return { ok: true, failing: 0 }
+  return { ok: false, reason: `${total} issue-tracker connection(s) failing (advisory: docs/trackers.md "Failures")`, failing: total, connections: failing }
 }
 
 export interface ReadinessDeps {

@@ -143,8 +143,10 @@ export interface TrackersRepo {
   setHealth(appId: string, health: { error: string | null; at: number | null; retryAt: number | null }): Promise<void>
   /** Links of the App still to be pushed (pending or failing; of the connection's kind and project). */
   pendingCount(appId: string): Promise<number>
-  /** Connections whose last call failed (readiness details). */
+  /** Connections whose last call failed, the first FAILING_LISTED by App (readiness details). */
   failing(): Promise<Pick<TrackerConnectionRow, 'app_id' | 'org_id' | 'kind' | 'last_error' | 'last_error_at' | 'retry_at'>[]>
+  /** How many connections' last call failed, by tracker kind (all of them: the metric, /readyz's count). */
+  failingByKind(): Promise<{ kind: string; n: number }[]>
   /** Orgs with at least one tracker connection (the push rules read their events). */
   connectedOrgs(): Promise<string[]>
   connectionsOf(orgId: string): Promise<TrackerConnectionRow[]>

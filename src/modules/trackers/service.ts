@@ -390,9 +390,14 @@ export function createTrackersService(ctx: TrackersDeps, lifecycle: Lifecycle) {
       return { outcome: r.outcome }
     },
 
-    /** Connections whose last tracker call failed, for /readyz details (never a token). */
+    /** Connections whose last tracker call failed, the first 100, for /readyz details (never a token). */
     async failing() {
       return (await repo.failing()).map((c) => ({ appId: c.app_id, kind: c.kind, lastError: c.last_error, lastErrorAt: c.last_error_at === null ? null : isoUtc(c.last_error_at), retryAt: c.retry_at === null ? null : isoUtc(c.retry_at) }))
+    },
+
+    /** How many connections' last tracker call failed, by kind: every one (the metric; /readyz's count). */
+    async failingByKind(): Promise<Map<string, number>> {
+      return new Map((await repo.failingByKind()).map((r) => [r.kind, Number(r.n)]))
     },
   }
 }
