@@ -3,7 +3,8 @@
  * id/name clobber the globals the widget reads, a page enforcing Trusted Types, console.log of values
  * that are huge, have throwing or side-effecting getters, or are Proxies (summarised without running page
  * code, bounded), and fixloop served on the app's own origin behind a reverse proxy (the app's failed
- * calls to that origin are summarised, the widget's own calls are not).
+ * calls to that origin are summarised, the widget's own calls are not), a <body> with a transform and a
+ * <body> swapped by a Turbo-style router (the launcher stays in the window, and mounted).
  */
 import { expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
@@ -230,6 +231,50 @@ test("fixloop on the app's own origin (reverse proxy): the app's failed calls ar
     const network = (await byText(e, 'Same origin second')).submissionMeta.network as any[]
     expect(network.map((n) => `${n.method} ${n.url} ${n.status}`)).toContain(`GET ${e.customer}/api/orders?id= 500`)
     expect(network.filter((n) => n.url.includes('/v1/') || n.url.includes('/uploads'))).toEqual([])
+  } finally {
+    await context.close()
+  }
+})
+
+test('a body with a transform, and a body replaced as Turbo Drive does: the launcher stays in the window, and stays', async () => {
+  const e = env()
+  const tall = `<main><h1>Tall page</h1>${'<p>Line of text</p>'.repeat(150)}</main>`
+  // `transform` (and filter, will-change, contain) on <body> makes it the containing block of fixed
+  // descendants: a launcher inside <body> was drawn at the bottom of the page, thousands of pixels below.
+  const url = e.page('/transformed-body', { body: `<style>body { transform: translateZ(0) }</style>${tall}`, mount: scriptTag(e) })
+  const { context, page } = await freshContext(e)
+  try {
+    await page.goto(url)
+    const w = widget(page)
+    await w.launcher.waitFor()
+    const box = (await w.launcher.boundingBox())!
+    expect(box.y + box.height).toBeLessThanOrEqual(800)
+    expect(box.y + box.height).toBeGreaterThan(700)
+    await w.launcher.click()
+    await w.text.fill('From a transformed body')
+    await w.send.click()
+    await w.host.getByRole('status').filter({ hasText: 'Thanks' }).waitFor()
+    await page.keyboard.press('Escape')
+    await w.dialog.waitFor({ state: 'hidden' })
+
+    // Turbo Drive (Rails' default) swaps <body> for the next page's on every visit, and runs the new
+    // body's scripts (widget.js again: the first copy is already mounted). The widget must still be there.
+    await page.evaluate(({ src, key }) => {
+      const next = document.createElement('body')
+      next.innerHTML = '<main><h1>Next page</h1></main>'
+      const tag = document.createElement('script')
+      tag.src = src
+      tag.dataset.publicKey = key
+      next.appendChild(tag)
+      document.body.replaceWith(next)
+    }, { src: `${e.api}/widget.js`, key: e.tenant.pub })
+    await page.getByRole('heading', { name: 'Next page' }).waitFor()
+    await w.launcher.waitFor()
+    await w.launcher.click()
+    await w.text.fill('After a Turbo visit')
+    await w.send.click()
+    await w.host.getByRole('status').filter({ hasText: 'Thanks' }).waitFor()
+    expect(await page.locator('fixloop-widget').count()).toBe(1)
   } finally {
     await context.close()
   }

@@ -11,7 +11,7 @@ import { browserLanguages, chooseLocale, directionOf, type Locale } from './loca
 import { installCapture, consoleLogs, forgetCaptured, networkSummary, rawFetch } from './capture'
 import { LAUNCHER_CSS, applyTheme } from './theme'
 import { hasQueuedReports } from './queue-peek'
-import { API_KEY, RECORDER_KEY, REPLAY_KEY, UI_KEY, activeElement, body, createElement, currentScript, head, on, shared } from './safe-dom'
+import { API_KEY, RECORDER_KEY, REPLAY_KEY, UI_KEY, activeElement, body, createElement, currentScript, head, on, rootElement, shared } from './safe-dom'
 import { allowScript, sandboxHTML, scriptURL } from './trusted'
 
 /** The proof-of-work Worker's blob: URL, blessed by the one `fixloop` policy (it is the widget's own code). */
@@ -164,7 +164,11 @@ function mount(options: FixloopOptions): void {
     root.appendChild(button)
   }
   if (options.theme) applyTheme(host, options.theme)
-  body()!.appendChild(host)
+  // A child of <html>, after <body>, not inside it: a transform, filter, will-change or contain on <body>
+  // makes <body> the containing block of fixed descendants (the launcher would sit at the page's bottom,
+  // out of sight), and Turbo Drive and similar routers swap <body> for the next page's on each visit,
+  // which took the widget with it (the new body's widget.js finds it mounted and does nothing).
+  rootElement().appendChild(host)
   startReplay(core).catch((e) => console.warn('[fixloop] session replay off:', (e as Error).message))
   for (const el of triggers) on(el, 'click', open)
   if (openWhenMounted) open()
