@@ -4,7 +4,8 @@
  * that are huge, have throwing or side-effecting getters, or are Proxies (summarised without running page
  * code, bounded), and fixloop served on the app's own origin behind a reverse proxy (the app's failed
  * calls to that origin are summarised, the widget's own calls are not), a <body> with a transform and a
- * <body> swapped by a Turbo-style router (the launcher stays in the window, and mounted).
+ * <body> swapped by a Turbo-style router (the launcher stays in the window, and mounted), and Prototype.js's
+ * Array#toJSON (the report is still plain JSON).
  */
 import { expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
@@ -275,6 +276,34 @@ test('a body with a transform, and a body replaced as Turbo Drive does: the laun
     await w.send.click()
     await w.host.getByRole('status').filter({ hasText: 'Thanks' }).waitFor()
     expect(await page.locator('fixloop-widget').count()).toBe(1)
+  } finally {
+    await context.close()
+  }
+})
+
+test('a page whose library gives arrays a toJSON (Prototype.js 1.6): the report goes as plain JSON', async () => {
+  const e = env()
+  // Prototype.js 1.6's Array#toJSON returns a string, so JSON.stringify sent `"consoleLogs": "[...]"` and
+  // `"attachments": "[...]"`: the server answered 400 invalid_body and the report was dropped.
+  const prototypeJs = `<script>
+    Array.prototype.toJSON = function () { var out = []; for (var i = 0; i < this.length; i++) out.push(JSON.stringify(this[i])); return '[' + out.join(', ') + ']' }
+  </script>`
+  const url = e.page('/prototype-js', { body: prototypeJs + DEFAULT_BODY, mount: scriptTag(e) })
+  const { context, page } = await freshContext(e)
+  try {
+    await page.goto(url)
+    const w = widget(page)
+    await w.launcher.waitFor()
+    await page.evaluate(() => console.log('checkout loaded', [1, 2]))
+    await w.launcher.click()
+    await w.text.fill('Under Prototype.js')
+    await w.host.getByRole('button', { name: 'Edit screenshot' }).waitFor()
+    await w.send.click()
+    await w.host.getByRole('status').filter({ hasText: /Thanks|sent/ }).waitFor()
+    expect(await w.host.getByRole('status').filter({ hasText: /\S/ }).textContent()).toContain('Thanks')
+    const item = await byText(e, 'Under Prototype.js')
+    expect(item.attachments).toHaveLength(1)
+    expect(item.consoleLogs.some((l: any) => l.message === 'checkout loaded [1,2]')).toBe(true)
   } finally {
     await context.close()
   }

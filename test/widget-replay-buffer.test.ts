@@ -122,3 +122,18 @@ test('pack: custom events merged in time order within the recording; oldest segm
   expect(await pack([[meta(1), full(1, 0), { type: 3, timestamp: 2, data: crypto.getRandomValues(new Uint8Array(4000)).join(',') }]], context, 100)).toBeUndefined()
   expect(merge([], [change(1)])).toHaveLength(1)
 })
+
+test('pack on a page with Prototype.js 1.6 (Array.prototype.toJSON returns a string): the events stay an array', async () => {
+  const proto = Array.prototype as unknown as { toJSON?: () => string }
+  proto.toJSON = function (this: unknown[]) {
+    return '[' + this.map((x) => JSON.stringify(x)).join(', ') + ']'
+  }
+  try {
+    const blob = await pack([[meta(1000), full(1000, 10), change(1500)]], () => [])
+    const all = JSON.parse(gunzipSync(Buffer.from(await blob!.arrayBuffer())).toString())
+    expect(Array.isArray(all.events)).toBe(true)
+    expect(all.events.map((e: TimedEvent) => e.timestamp)).toEqual([1000, 1000, 1500])
+  } finally {
+    delete proto.toJSON
+  }
+})

@@ -6,6 +6,7 @@
  * opening of the dialog says so, once. Notes go after NOTE_MAX_AGE_MS, at most NOTE_MAX are kept.
  * localStorage: small, synchronous; where a page cannot use it the report is still dropped, untold.
  */
+import { stringify } from '../json'
 
 /** How long a private-mode report may wait for its owner (or for anyone, when it has none). */
 export const HELD_MAX_AGE_MS = 7 * 24 * 60 * 60 * 1000
@@ -51,7 +52,7 @@ function read(): DroppedNote[] {
 function write(list: DroppedNote[]): void {
   try {
     if (list.length === 0) localStorage.removeItem(STORE_KEY)
-    else localStorage.setItem(STORE_KEY, JSON.stringify(list.slice(-NOTE_MAX)))
+    else localStorage.setItem(STORE_KEY, stringify(list.slice(-NOTE_MAX)))
   } catch {
     // storage unavailable or full: the user is not told, nothing else depends on it
   }

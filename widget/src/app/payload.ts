@@ -2,10 +2,11 @@
 import type { Core, SubmitPayload } from '../types'
 import { scrub } from '../scrub'
 import { clip } from '../clip'
+import { stringify } from '../json'
 
 const METADATA_BUDGET = 4000 // bytes of JSON; the server's limit is 4096
 
-const bytes = (v: unknown): number => new TextEncoder().encode(JSON.stringify(v)).length
+const bytes = (v: unknown): number => new TextEncoder().encode(stringify(v)).length
 
 /** Customer metadata plus the failed/slow request summary, trimmed (oldest requests first) to fit 4 KB. */
 export function boundedMetadata(custom: Record<string, unknown> | undefined, network: unknown[]): Record<string, unknown> | undefined {

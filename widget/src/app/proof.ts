@@ -8,6 +8,7 @@
  * slices between setTimeout yields, so typing never stalls.
  */
 import { searchRange, type PowChallenge } from '../pow/solve'
+import { stringify } from '../json'
 
 declare const __POW_WORKER__: string
 
@@ -54,7 +55,7 @@ function expiryOf(salt: string): number {
 }
 
 function encode(c: PowChallenge, number: number): string {
-  const json = JSON.stringify({ algorithm: c.algorithm, challenge: c.challenge, number, salt: c.salt, signature: c.signature })
+  const json = stringify({ algorithm: c.algorithm, challenge: c.challenge, number, salt: c.salt, signature: c.signature })
   return btoa(json) // the fields are ASCII (hex, base64url, digits)
 }
 

@@ -8,6 +8,7 @@
  */
 import { saveReport, type PendingBlob, type QueuedReport } from './queue'
 import { PROOF_HEADER, type Proofs } from './proof'
+import { stringify } from '../json'
 
 export type SendResult =
   | { kind: 'sent'; id: string; status: string }
@@ -212,7 +213,7 @@ async function uploadOne(http: typeof fetch, report: QueuedReport, item: Pending
     {
       method: 'POST',
       headers: { ...authHeaders(report.publicKey, token), 'content-type': 'application/json' },
-      body: JSON.stringify({ contentType: item.contentType, byteSize: item.blob.size, kind: item.kind, ...(item.filename ? { filename: item.filename } : {}) }),
+      body: stringify({ contentType: item.contentType, byteSize: item.blob.size, kind: item.kind, ...(item.filename ? { filename: item.filename } : {}) }),
     },
   ], proofs, true)
   const grant = (await res.json()) as { key: string; url: string; method: string; headers: Record<string, string> }
@@ -238,7 +239,7 @@ function finalBody(report: QueuedReport, privateMode: boolean): string {
   if (attachments.length) payload.attachments = attachments
   const component = report.blobs.find((b) => b.slot === 'component')
   if (component && payload.componentTarget) payload.componentTarget = { ...payload.componentTarget, screenshotKey: component.uploadedKey }
-  return JSON.stringify(payload)
+  return stringify(payload)
 }
 
 /**

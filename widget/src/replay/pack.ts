@@ -6,6 +6,7 @@
  * keeps its own timestamps, so it never depends on the recorder.
  */
 import type { TimedEvent } from './buffer'
+import { stringify } from '../json'
 
 // The fields of types.ts ConsoleEntry / NetworkEntry read here (this file is also tested outside a DOM build).
 type ConsoleEntry = { level: string; message: string; ts: number }
@@ -53,7 +54,7 @@ export async function pack(segments: TimedEvent[][], context: (start: number) =>
     const recorded = segments.slice(first).flat()
     if (!recorded.length) continue
     const events = merge(recorded, context(recorded[0].timestamp))
-    const blob = await gzip(JSON.stringify({ v: 1, events }))
+    const blob = await gzip(stringify({ v: 1, events }))
     if (blob.size <= limit) return blob
   }
   return undefined
