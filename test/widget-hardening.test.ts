@@ -5,7 +5,8 @@
  * code, bounded), and fixloop served on the app's own origin behind a reverse proxy (the app's failed
  * calls to that origin are summarised, the widget's own calls are not), a <body> with a transform and a
  * <body> swapped by a Turbo-style router (the launcher stays in the window, and mounted), and Prototype.js's
- * Array#toJSON (the report is still plain JSON).
+ * Array#toJSON (the report is still plain JSON), and a CSS reset with `all: unset` on every element (the
+ * page's text styles stay out of the widget).
  */
 import { expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
@@ -304,6 +305,36 @@ test('a page whose library gives arrays a toJSON (Prototype.js 1.6): the report 
     const item = await byText(e, 'Under Prototype.js')
     expect(item.attachments).toHaveLength(1)
     expect(item.consoleLogs.some((l: any) => l.message === 'checkout loaded [1,2]')).toBe(true)
+  } finally {
+    await context.close()
+  }
+})
+
+test("a page's global CSS (a reset with `all: unset` on every element, text styles on <html>) does not reach the widget", async () => {
+  const e = env()
+  // elad2412/the-new-css-reset puts `all: unset` on every element: on <fixloop-widget> too, where the page's
+  // rule beats the shadow root's `:host { all: initial }`, so the inherited text styles of its parent flowed in.
+  const css = `<style>
+    *:where(:not(html, iframe, canvas, img, svg, video, audio):not(svg *, symbol *)) { all: unset; display: revert; }
+    html, body { text-transform: uppercase; letter-spacing: 4px; word-spacing: 9px; text-align: center; text-indent: 30px; white-space: nowrap; text-shadow: 1px 1px red; }
+  </style>`
+  const url = e.page('/css-reset', { body: css + DEFAULT_BODY, mount: scriptTag(e) })
+  const { context, page } = await freshContext(e)
+  try {
+    await page.goto(url)
+    const w = widget(page)
+    const textStyle = (el: HTMLElement) => {
+      const c = getComputedStyle(el)
+      return [c.textTransform, c.letterSpacing, c.wordSpacing, c.textAlign, c.textIndent, c.whiteSpace, c.textShadow].join(' | ')
+    }
+    expect(await w.launcher.evaluate(textStyle)).toBe('none | normal | 0px | center | 0px | normal | none')
+    await w.launcher.click()
+    await w.dialog.waitFor()
+    const clean = 'none | normal | 0px | start | 0px | normal | none'
+    expect(await w.host.getByRole('heading', { name: 'Report a problem' }).evaluate(textStyle)).toBe(clean)
+    expect(await w.host.getByText('Describe the problem', { exact: true }).evaluate(textStyle)).toBe(clean)
+    expect(await w.host.getByText('Include a screenshot of this page', { exact: true }).evaluate(textStyle)).toBe(clean)
+    expect(await w.host.getByText('Attach an image', { exact: true }).evaluate(textStyle)).toBe(clean)
   } finally {
     await context.close()
   }

@@ -6,11 +6,14 @@ export const THEME_DEFAULTS = `
   --fixloop-muted: #4b5563; --fixloop-border: #6b7280; --fixloop-danger: #b91c1c; --fixloop-radius: 8px;
   --fixloop-font: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; --fixloop-z: 2147483000;`
 
+// `:host > *`: a page rule that reaches the host (a reset's `* { all: unset }`) beats `:host { all: initial }`,
+// and the host then inherits the page's text styles; the widget's top-level elements set them back.
 // The launcher mirrors in right-to-left locales by its dir attribute (not inset-inline-end: the
 // widget supports browsers older than CSS logical insets).
 export const LAUNCHER_CSS = `
 :host { all: initial; ${THEME_DEFAULTS} }
-.launcher { position: fixed; right: 16px; bottom: 16px; z-index: var(--fixloop-z); font: 600 14px/1 var(--fixloop-font);
+:host > * { text-transform: none; letter-spacing: normal; word-spacing: normal; text-align: start; text-indent: 0; white-space: normal; text-shadow: none; }
+.launcher { text-align: center; position: fixed; right: 16px; bottom: 16px; z-index: var(--fixloop-z); font: 600 14px/1 var(--fixloop-font);
   background: var(--fixloop-accent); color: var(--fixloop-accent-text); border: 0; border-radius: 999px;
   padding: 12px 16px; cursor: pointer; box-shadow: 0 2px 8px rgba(0,0,0,.25); }
 .launcher[dir="rtl"] { right: auto; left: 16px; }
