@@ -1,7 +1,8 @@
 /**
  * Never lose, never duplicate, never lie: offline submits are queued in IndexedDB and sent once when
  * the browser is back online or on the next page load; a 429 is waited out (Retry-After) and retried
- * with the same Idempotency-Key; a 5xx leaves the report queued; "Thanks" only after the 201.
+ * with the same Idempotency-Key; a 5xx leaves the report queued; "Thanks" only after the 201; a payload
+ * beforeSend made unserializable is refused at once, never queued as if it would be sent later.
  */
 import { expect, test } from 'bun:test'
 import { eventually } from './harness'
@@ -188,6 +189,48 @@ test('429: Retry-After is honoured, the retry succeeds with the same key, "Thank
     expect(Date.now() - started).toBeGreaterThanOrEqual(900)
     expect(statusTexts.filter((s) => s.startsWith('429')).every((s) => !s.includes('Thanks'))).toBe(true)
     expect(await withText(e, 'Rate limited report')).toHaveLength(1)
+  } finally {
+    await context.close()
+  }
+})
+
+test('a beforeSend that returns what JSON cannot carry (a cycle, a BigInt): told at once, nothing queued, no false hint about allowed origins', async () => {
+  const e = env()
+  const mount = `<script src="${e.api}/widget.js"></script>
+<script>
+  Fixloop.init({
+    publicKey: ${JSON.stringify(e.tenant.pub)},
+    screenshot: false,
+    beforeSend: function (p) {
+      if (p.text === 'cycle') { p.metadata = { order: {} }; p.metadata.order.self = p.metadata.order }
+      if (p.text === 'bigint') p.metadata = { orderId: BigInt(42) }
+      return p
+    },
+  })
+</script>`
+  const url = e.page('/before-send-unserializable', { mount })
+  const { context, page } = await freshContext(e)
+  try {
+    const warnings: string[] = []
+    page.on('console', (m) => m.type() === 'warning' && warnings.push(m.text()))
+    await page.goto(url)
+    const w = widget(page)
+    for (const text of ['cycle', 'bigint']) {
+      await w.launcher.click()
+      await w.text.fill(text)
+      await w.send.click()
+      await w.host.getByRole('status').filter({ hasText: 'could not be sent' }).waitFor({ timeout: 5000 })
+      expect(await w.host.getByRole('status').filter({ hasText: /\S/ }).textContent()).not.toContain('saved on this device')
+      expect(await queuedCount(page)).toBe(0)
+      await page.keyboard.press('Escape')
+    }
+    // The report never left: there is nothing about the page's origin to tell the integrator.
+    expect(warnings.filter((m) => m.includes('allowed origins'))).toEqual([])
+    // A good report after them is not held up behind them.
+    await w.launcher.click()
+    await w.text.fill('fine after the bad ones')
+    await w.send.click()
+    await w.host.getByRole('status').filter({ hasText: 'Thanks' }).waitFor()
   } finally {
     await context.close()
   }

@@ -18,6 +18,7 @@ import { listMine, tokenEmail, tokenSub, type MyReport } from './transport'
 import { hasDroppedNotes, takeDroppedNotes } from './dropped-notes'
 import { createSvg, on } from '../safe-dom'
 import { clip } from '../clip'
+import { stringify } from '../json'
 
 /** A check mark in a circle (decorative; the status text says what happened). */
 function checkIcon(): SVGSVGElement {
@@ -497,6 +498,9 @@ export function createUI(core: Core): WidgetUI {
         const changed = await options.beforeSend(payload)
         if (!changed) return say(s.cancelled)
         payload = changed
+        // What JSON cannot carry (a cycle, a BigInt) would be queued, retried for ever as if fixloop were
+        // down ("saved on this device") and hold up every report behind it: refused now, with the reason.
+        stringify(payload)
       }
       // beforeSend drops the replay by setting `replay` to false or leaving it out; never sent as a field.
       const withReplay = !!recorder && payload.replay === true
