@@ -166,6 +166,26 @@ describe('SMTP settings API', () => {
     expect(bad.body.sent).toBe(false)
     expect(bad.text).not.toContain('nope')
   })
+
+  test("the From display name is sent as written, one mailbox: ':' ';' ',' '@' in it neither make a group nor a second sender", async () => {
+    // An operator's "Shop: Support <noreply@…>" went out as the group `Shop:Support <noreply@…>;` (a From that
+    // is no mailbox), "Shop;x" as "Shop, x", and "bounces@other.example, Shop <noreply@…>" (accepted as a
+    // display name) as two From mailboxes with MAIL FROM bounces@other.example.
+    const addressparser = (await import('nodemailer/lib/addressparser')).default as (s: string) => { name: string; address?: string; group?: unknown }[]
+    const app = await seedTenant(server.admin, {}, 'Fromnames')
+    for (const name of ['Shop: Support', 'Shop;x', 'bounces@other.example, Shop', 'Shop, Inc.']) {
+      const from = `${name} <noreply@shop.example>`
+      const put = await call(server.url, 'PUT', `/v1/apps/${app.appId}/smtp`, { auth: app.key, body: { ...smtpOf(sink.port), from } })
+      expect(put.status).toBe(200)
+      const before = sink.mails.length
+      const r = await call(server.url, 'POST', `/v1/apps/${app.appId}/smtp/test`, { auth: app.key, body: { to: 'ops@shop.example' } })
+      expect(r.body.sent).toBe(true)
+      expect(sink.mails.length).toBe(before + 1)
+      const m = sink.mails.at(-1)!
+      expect(m.from).toBe('noreply@shop.example')
+      expect(addressparser(m.headers.get('from')!)).toEqual([{ name, address: 'noreply@shop.example' }])
+    }
+  })
 })
 
 describe('the fixed mail', () => {

@@ -9,6 +9,19 @@ export function isMailAddress(s: string): boolean {
   return s.length <= 254 && ADDRESS_RE.test(s)
 }
 
+/**
+ * An App's `from` setting (`Name <a@b.c>` or `a@b.c`; the name without quotes, angle brackets or line
+ * breaks) as the one mailbox it names, or null when it is not one. The transport hands nodemailer this
+ * object, never the string: nodemailer parses a string as an address list, so a name with `:` went out as
+ * a group (`Shop:Support <noreply@…>;`, no mailbox at all), `;` became `,`, and "bounces@x, Shop <…>" two
+ * From mailboxes with the first as MAIL FROM. Given as {name, address}, the name is quoted (or encoded) whole.
+ */
+export function fromMailbox(from: string): { name: string; address: string } | null {
+  const m = /^([^<>"\r\n]{0,100}?)\s*<([^<>\s]+)>$/.exec(from)
+  if (m) return isMailAddress(m[2]) ? { name: m[1], address: m[2] } : null
+  return isMailAddress(from) ? { name: '', address: from } : null
+}
+
 /** j***@example.com: the first character of the local part, then stars; the domain is kept. */
 export function maskAddress(address: string): string {
   const at = address.lastIndexOf('@')

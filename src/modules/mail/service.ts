@@ -14,7 +14,7 @@ import { LIMITS } from '../../core/limits'
 import { allowPrivateHint } from '../../core/process-role'
 import type { ActedBy, AuditEntry } from '../audit/entry'
 import { previewBudget, toListItem } from '../feedback/present'
-import { isMailAddress, maskAddress } from './address'
+import { fromMailbox, isMailAddress, maskAddress } from './address'
 import { TLS_MODES, type SmtpRow, type TlsMode } from './repo'
 import { checkSmtpHost } from './smtp-guard'
 import { MailError, sendMail } from './transport'
@@ -61,8 +61,7 @@ export interface MailServiceDeps {
 
 /** `Name <a@b.c>` or `a@b.c`; the name without quotes, angle brackets or line breaks. */
 export function isFromAddress(from: string): boolean {
-  const m = /^([^<>"\r\n]{0,100}?)\s*<([^<>\s]+)>$/.exec(from)
-  return m ? isMailAddress(m[2]) : isMailAddress(from)
+  return fromMailbox(from) !== null
 }
 
 export function viewOf(r: SmtpRow): SmtpView {

@@ -11,6 +11,7 @@ import type { CheckedAddress } from '../../core/address-guard'
 import { checkSmtpHost, smtpGuardRefusal, SMTP_HOST_UNRESOLVED } from './smtp-guard'
 import type { SecretBox } from '../../core/crypto'
 import type { SmtpRow } from './repo'
+import { fromMailbox } from './address'
 
 export interface OutgoingMail {
   to: string
@@ -106,7 +107,8 @@ async function sendTo(address: string, servername: string | undefined, box: Secr
     debug: false,
   })
   try {
-    await transport.sendMail({ from: smtp.from_address, to: mail.to, subject: mail.subject, text: mail.text, headers: mail.headers, signal: deadline })
+    // The one mailbox of the setting, as an object: a string would be parsed as a list (address.ts fromMailbox).
+    await transport.sendMail({ from: fromMailbox(smtp.from_address) ?? smtp.from_address, to: mail.to, subject: mail.subject, text: mail.text, headers: mail.headers, signal: deadline })
   } catch (e) {
     if (deadline.aborted) throw new MailError(deadlineMessage(), false)
     const err = e as { responseCode?: number; code?: string; command?: string; message?: string; timeoutType?: string }
