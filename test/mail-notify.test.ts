@@ -63,6 +63,11 @@ describe('opt-in at submission', () => {
     ['public mode without identity.email', { text: 'The cart is empty', notifyEmail: true }, '/notifyEmail'],
     ['public mode with a malformed address', { text: 'The cart is empty', notifyEmail: true, identity: { email: 'a@b' } }, '/identity/email'],
     ['an address that smuggles a header', { text: 'The cart is empty', notifyEmail: true, identity: { email: 'a@b.example\r\nBcc: x@y.example' } }, '/identity/email'],
+    // A local part starting or ending with a dot, or with two in a row, is no RFC 5321 dot-string: every
+    // server answers RCPT TO with 501, so the report was taken (201) and its mail failed, a confirmation spent.
+    ...['..a@example.com', 'a..b@example.com', 'a.@example.com', '.a@example.com'].map(
+      (email) => [`a local part no server takes (${email})`, { text: 'The cart is empty', notifyEmail: true, identity: { email } }, '/identity/email'] as const,
+    ),
     ['notifyEmail not a boolean', { text: 'The cart is empty', notifyEmail: 'yes', identity: { email: 'ann@example.com' } }, null],
   ])('%s: 400 invalid_body', async (_name, body, path) => {
     const r = await call(server.url, 'POST', '/v1/feedback', { auth: t.pub, body })

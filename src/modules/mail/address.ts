@@ -2,8 +2,16 @@
 import { createHmac } from 'node:crypto'
 import { mailKeys } from './unsubscribe-token'
 
-/** At most 254 characters (RFC 5321 path limit); one @; no spaces, controls, quotes or angle brackets. */
-const ADDRESS_RE = /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/
+/**
+ * At most 254 characters (RFC 5321 path limit); one @; no spaces, controls, quotes or angle brackets. The
+ * local part is a dot-string (RFC 5321 4.1.2): no dot first, last or twice in a row. `..a@`, `a.@` passed,
+ * and every SMTP server answers such a RCPT TO with 501: the report was taken and its mail could only fail.
+ */
+const ATEXT = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
+const ADDRESS_RE = new RegExp(
+  `^(?=[^@]{1,64}@)${ATEXT}+(?:\\.${ATEXT}+)*@` +
+    /[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/.source,
+)
 
 export function isMailAddress(s: string): boolean {
   return s.length <= 254 && ADDRESS_RE.test(s)
