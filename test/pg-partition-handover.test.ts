@@ -29,7 +29,8 @@ afterAll(async () => {
 const node = (s: FreshStore, id: string, live: { n: number }) => inProcessNode(s, id, live, { leaseMs: LEASE_MS, jobLeaseMs: 60_000 }, pools)
 const submit = (n: InProcessNode, appId: string, id: string) => submitTo(n, appId, id, TEXT)
 
-test('a partition let go mid-batch is not clustered by its new holder before that batch is written', async () => {
+/** A fresh database with one App in the upper half of the partitions, held by node a, alone (every partition). */
+async function nodeAAlone() {
   const s = await freshStore('pg')
   const { app, partition } = await upperHalfApp(s)
   await seedOrgApp(s, 'o1', app)
@@ -37,6 +38,11 @@ test('a partition let go mid-batch is not clustered by its new holder before tha
   const a = node(s, 'node_a', live)
   await a.beat()
   await a.leases.round()
+  return { s, app, partition, live, a }
+}
+
+test('a partition let go mid-batch is not clustered by its new holder before that batch is written', async () => {
+  const { s, app, partition, live, a } = await nodeAAlone()
   expect(a.leases.partitions()).toHaveLength(PARTITIONS)
 
   // Node a claims r1 and writes its batch; the write waits on a lock the test holds on r1's row.
@@ -91,13 +97,7 @@ test('a partition let go mid-batch is not clustered by its new holder before tha
 }, 60_000)
 
 test("a dead node's jobs in hand hold a partition up only until the sweep frees them", async () => {
-  const s = await freshStore('pg')
-  const { app, partition } = await upperHalfApp(s)
-  await seedOrgApp(s, 'o1', app)
-  const live = { n: 1 }
-  const a = node(s, 'node_a', live)
-  await a.beat()
-  await a.leases.round()
+  const { s, app, partition, live, a } = await nodeAAlone()
   await submit(a, app, 'r1')
   expect(await a.claim()).toHaveLength(1)
   // a goes silent with r1's job in hand (its beat older than its lease, its partition leases run out).
@@ -116,13 +116,7 @@ test("a dead node's jobs in hand hold a partition up only until the sweep frees 
 }, 60_000)
 
 test('a partition waiting for another node\'s jobs in hand is let go at a stop, not left to run out', async () => {
-  const s = await freshStore('pg')
-  const { app, partition } = await upperHalfApp(s)
-  await seedOrgApp(s, 'o1', app)
-  const live = { n: 1 }
-  const a = node(s, 'node_a', live)
-  await a.beat()
-  await a.leases.round()
+  const { s, app, partition, live, a } = await nodeAAlone()
   await submit(a, app, 'r1')
   expect(await a.claim()).toHaveLength(1)
   live.n = 2
