@@ -6,7 +6,7 @@
  */
 import type { Pool } from 'pg'
 import type { FreshStore } from './dialects'
-import { sql } from './repos/store-fixtures'
+import { seedOrgApp, sql } from './repos/store-fixtures'
 import { openPool } from '../src/db/pg/client-options'
 import { pgStorage, type PgStorage } from '../src/db/pg/storage'
 import { openPgStore } from '../src/db/pg/store'
@@ -72,4 +72,14 @@ export async function upperHalfApp(s: FreshStore): Promise<{ app: string; partit
     const [row] = await sql<{ p: number }>(s, `SELECT ${PARTITION_OF_APP('?::text')} AS p`, [`app${i}`])
     if (Number(row.p) >= PARTITIONS / 2) return { app: `app${i}`, partition: Number(row.p) }
   }
+}
+
+/** App `appId` of Org o1 seeded, and node_a holding every partition alone (`live.n` 1, raised by the test). */
+export async function aloneWith(s: FreshStore, appId: string, times: NodeTimes, pools: Pool[]): Promise<{ live: { n: number }; a: InProcessNode }> {
+  await seedOrgApp(s, 'o1', appId)
+  const live = { n: 1 }
+  const a = inProcessNode(s, 'node_a', live, times, pools)
+  await a.beat()
+  await a.leases.round()
+  return { live, a }
 }

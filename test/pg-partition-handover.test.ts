@@ -14,8 +14,8 @@ import type { Pool, PoolClient } from 'pg'
 import { freshStore, type FreshStore } from './dialects'
 import { eventually } from './harness'
 import { PARTITIONS } from '../src/nodes/partitions'
-import { seedOrgApp, sql } from './repos/store-fixtures'
-import { inProcessNode, submitTo, upperHalfApp, type InProcessNode } from './pg-inproc-node'
+import { sql } from './repos/store-fixtures'
+import { aloneWith, inProcessNode, submitTo, upperHalfApp, type InProcessNode } from './pg-inproc-node'
 
 const LEASE_MS = 10_000
 const TEXT = 'The checkout button does nothing when I click it on the payment page.'
@@ -26,18 +26,15 @@ afterAll(async () => {
   for (const p of pools) await p.end().catch(() => {})
 })
 
-const node = (s: FreshStore, id: string, live: { n: number }) => inProcessNode(s, id, live, { leaseMs: LEASE_MS, jobLeaseMs: 60_000 }, pools)
+const TIMES = { leaseMs: LEASE_MS, jobLeaseMs: 60_000 }
+const node = (s: FreshStore, id: string, live: { n: number }) => inProcessNode(s, id, live, TIMES, pools)
 const submit = (n: InProcessNode, appId: string, id: string) => submitTo(n, appId, id, TEXT)
 
 /** A fresh database with one App in the upper half of the partitions, held by node a, alone (every partition). */
 async function nodeAAlone() {
   const s = await freshStore('pg')
   const { app, partition } = await upperHalfApp(s)
-  await seedOrgApp(s, 'o1', app)
-  const live = { n: 1 }
-  const a = node(s, 'node_a', live)
-  await a.beat()
-  await a.leases.round()
+  const { live, a } = await aloneWith(s, app, TIMES, pools)
   return { s, app, partition, live, a }
 }
 

@@ -18,8 +18,8 @@ import { systemClock } from '../src/core/clock'
 import { Logger } from '../src/core/logger'
 import { DeferJob, Worker, type JobStep } from '../src/worker/loop'
 import type { JobRow } from '../src/lifecycle/jobs-repo'
-import { seedOrgApp, sql } from './repos/store-fixtures'
-import { inProcessNode, submitTo, type InProcessNode } from './pg-inproc-node'
+import { sql } from './repos/store-fixtures'
+import { aloneWith, inProcessNode, submitTo, type InProcessNode } from './pg-inproc-node'
 
 /** The nodes' lease: short, so a stall outlasts it in about a second. */
 const LEASE_MS = 1_000
@@ -34,7 +34,8 @@ afterAll(async () => {
   for (const p of pools) await p.end().catch(() => {})
 })
 
-const node = (s: FreshStore, id: string, live: { n: number }) => inProcessNode(s, id, live, { leaseMs: LEASE_MS, jobLeaseMs: JOB_LEASE_MS }, pools)
+const TIMES = { leaseMs: LEASE_MS, jobLeaseMs: JOB_LEASE_MS }
+const node = (s: FreshStore, id: string, live: { n: number }) => inProcessNode(s, id, live, TIMES, pools)
 
 /** A stall: longer than a node's lease, with no beat and no renewal. */
 const stall = () => Bun.sleep(LEASE_MS + 400)
@@ -115,11 +116,7 @@ test('a job another node took over from a stalled node is neither finished, retr
 
 test('a partition is not clustered by its new holder while a stalled node still holds leases on its jobs', async () => {
   const s = await freshStore('pg')
-  await seedOrgApp(s, 'o1', 'app0')
-  const live = { n: 1 }
-  const a = node(s, 'node_a', live)
-  await a.beat()
-  await a.leases.round()
+  const { live, a } = await aloneWith(s, 'app0', TIMES, pools)
   expect(a.leases.partitions()).toHaveLength(PARTITIONS)
 
   // a clusters a first report of the App (its index of the App is built), then claims r1 and stalls before it
@@ -164,11 +161,7 @@ test('a partition is not clustered by its new holder while a stalled node still 
 
 test('a stalled node whose job leases were freed writes nothing of its batch: the partition\'s holder clusters it', async () => {
   const s = await freshStore('pg')
-  await seedOrgApp(s, 'o1', 'app0')
-  const live = { n: 1 }
-  const a = node(s, 'node_a', live)
-  await a.beat()
-  await a.leases.round()
+  const { live, a } = await aloneWith(s, 'app0', TIMES, pools)
   await submit(a, 'app0', 'r1')
   const batch = await a.claim()
   expect(batch).toHaveLength(1)
