@@ -287,8 +287,10 @@ export class AppIndex {
       this.leadCount--
     }
     this.docs.eachTerm(slot, (tid) => this.df[tid]--)
-    // Postings keep the dead slot; lookups skip dead slots (cheaper than splicing arrays).
+    // Postings keep the dead slot (cheaper than splicing arrays); its score accumulator holds NaN from now
+    // on, which `nearest` never counts as touched (one memory read per posting instead of two).
     this.docs.kill(slot)
+    if (slot < this.acc.length) this.acc[slot] = NaN
     this.slotOf.delete(id)
     this.onIds?.(id, false)
     this.densities.delete(id)
@@ -491,9 +493,12 @@ export class AppIndex {
       .filter((q) => this.df[q.tid] > selfDf)
       .sort((a, b) => b.idf - a.idf)
       .slice(0, retrievalTerms)
-    if (this.acc.length < this.docs.slots) this.acc = new Float64Array(Math.max(this.docs.slots, this.acc.length * 2, 1024))
-    const acc = this.acc
     const alive = this.docs.aliveFlags
+    if (this.acc.length < this.docs.slots) {
+      this.acc = new Float64Array(Math.max(this.docs.slots, this.acc.length * 2, 1024))
+      for (let slot = 0; slot < this.docs.slots; slot++) if (alive[slot] !== 1) this.acc[slot] = NaN
+    }
+    const acc = this.acc
     if (this.touched.length < retrieval.length * MAX_POSTINGS_PER_TERM) this.touched = new Int32Array(retrieval.length * MAX_POSTINGS_PER_TERM)
     const touched = this.touched
     let nTouched = 0
@@ -505,10 +510,11 @@ export class AppIndex {
       const add = w * idf
       full += add
       for (let i = list.length - 1; i >= stop; i--) {
+        // A removed report's slot holds NaN (see `remove`): never 0, so never touched, and it stays NaN.
         const slot = list[i]
-        if (alive[slot] !== 1) continue
-        if (acc[slot] === 0) touched[nTouched++] = slot
-        acc[slot] += add
+        const sum = acc[slot]
+        if (sum === 0) touched[nTouched++] = slot
+        acc[slot] = sum + add
       }
     }
     const selfSlot = this.slotOf.get(f.id)
@@ -536,7 +542,11 @@ export class AppIndex {
     }
     for (let i = 0; i < nTouched; i++) {
       const slot = touched[i]
-      if (slot !== selfSlot) top.offer(slot, locality > 0 ? acc[slot] + full * arrivalBonus(slot) : acc[slot])
+      if (slot !== selfSlot) {
+        const score = locality > 0 ? acc[slot] + full * arrivalBonus(slot) : acc[slot]
+        // Most partial matches fall below the heap's least once it is full: skipped without a call.
+        if (score >= top.floor) top.offer(slot, score)
+      }
       acc[slot] = 0
     }
     // Full cosine for the best partial matches only.
@@ -586,6 +596,8 @@ export class AppIndex {
 class TopK {
   private slots: number[] = []
   private scores: number[] = []
+  /** The least score kept once k items are held (-Infinity before): an offer below it changes nothing. */
+  floor = -Infinity
 
   constructor(
     private readonly k: number,
@@ -616,6 +628,7 @@ class TopK {
         this.swap(i, parent)
         i = parent
       }
+      if (slots.length === this.k) this.floor = scores[0]
       return
     }
     if (score < scores[0] || (score === scores[0] && !this.before(score, slot, slots[0]))) return
@@ -632,6 +645,7 @@ class TopK {
       this.swap(i, min)
       i = min
     }
+    this.floor = scores[0]
   }
 
   private swap(a: number, b: number): void {
