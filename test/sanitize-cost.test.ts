@@ -52,6 +52,8 @@ const SHAPES: Record<string, string> = {
   'encoded at signs': 'a%3Da%40b.',
   'no-break spaces and digits': '1\u00A0',
   'full-width digits and hyphens': '１－',
+  'zero-width spaces between digits': '1\u200B',
+  'soft hyphens in an address': 'a\u00AD@b.',
   'curl users': "curl -u 'a",
   'curl user pairs': 'curl -u a:',
   'user flags': '-u "x',

@@ -181,6 +181,43 @@ describe('typographic spaces, hyphens and full-width forms separate like their A
   }
 })
 
+/**
+ * Characters that show nothing (src/sanitize/invisible.ts): zero-width spaces a web page puts inside an
+ * address so that scrapers miss it (a copy keeps them), soft hyphens, and the direction marks and
+ * isolates right-to-left text puts inside numbers. A reader sees the value whole; they went through raw.
+ * Whatever is kept keeps its invisible characters; a replaced value takes the ones inside it along.
+ */
+describe('invisible characters inside a value', () => {
+  const ZW = '\u200B'
+  const CASES: [string, string][] = [
+    [`write to jane${ZW}@${ZW}example.com please`, 'write to [REDACTED:email] please'],
+    ['mail: jane.doe\u00AD@exam\u00ADple.com', 'mail: [REDACTED:email]'],
+    ['call \u200E+972\u200E 52\u200E-123-4567\u200E today', 'call \u200E[REDACTED:phone]\u200E today'],
+    ['התקשרו אלי \u2066054-123-4567\u2069 בערב', 'התקשרו אלי \u2066[REDACTED:phone]\u2069 בערב'],
+    ['اتصل بي \u061C+966\u061C 50 123 4567', 'اتصل بي \u061C[REDACTED:phone]'],
+    [`card 4111${ZW}1111\u2060 1111 1111 declined`, 'card [REDACTED:credit_card] declined'],
+    ['IBAN DE89\uFEFF3704 0044 0532 0130 00', 'IBAN [REDACTED:iban]'],
+    [`key sk_live_${ZW}4eC39HqLyjWDarjtT1zdp7dc`, 'key [REDACTED:stripe_key]'],
+    ['password\u200C: hunter2', 'password\u200C: [REDACTED:secret]'],
+    // still look-alikes: words joined by a zero-width joiner, emoji sequences, an RTL price
+    ['👨\u200D👩\u200D👧 family plan, 12\u200F,99 ₪ a month', '👨\u200D👩\u200D👧 family plan, 12\u200F,99 ₪ a month'],
+  ]
+  for (const [input, expected] of CASES) {
+    test(short(input), () => {
+      const { out } = run(input)
+      expect(out).toBe(expected)
+      expect(sanitizeText(out, {})).toBe(out)
+    })
+  }
+
+  test('a JSON key with an invisible character inside a sensitive name is still that name', () => {
+    const counts: RedactionCounts = {}
+    const out = sanitizeJson({ [`pass${ZW}word`]: 'hunter2-hunter2', [`api\u00ADKey`]: 'k-8f3a9c2e71d4b6a0' }, counts) as Record<string, unknown>
+    expect(Object.values(out)).toEqual(['[REDACTED:secret]', '[REDACTED:secret]'])
+    expect(isSensitiveKey(`to${ZW}ken`)).toBe(true)
+  })
+})
+
 describe('entropy floors and placeholders', () => {
   test('Shannon entropy: zero for a repeated character, log2(n) for n distinct ones', () => {
     expect(shannonEntropy('aaaaaaaa')).toBe(0)

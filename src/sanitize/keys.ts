@@ -7,8 +7,11 @@
  */
 
 import { TOKEN_PATTERN } from './tokens'
+import { INVISIBLE_CLASS } from './invisible'
 
-export const normalizeKey = (key: string): string => key.toLowerCase().replace(/[-_.\s[\]]/g, '')
+// Invisible characters too (invisible.ts): `pass\u200Bword` shows as `password`.
+const KEY_SEPARATORS = new RegExp(`[-_.\\s[\\]${INVISIBLE_CLASS}]`, 'g')
+export const normalizeKey = (key: string): string => key.toLowerCase().replace(KEY_SEPARATORS, '')
 
 /** Names that are sensitive only as themselves (`auth`, not `author`; `session`, not `sessions_count`). */
 const EXACT = new Set(['pwd', 'pass', 'auth', 'authorization', 'session', 'sid', 'cookie', 'setcookie', 'credentials', 'credential', 'pin', 'otp', 'mfacode', 'totp', 'cvv2', 'cvc2', 'csc', 'cccsc'])

@@ -10,6 +10,7 @@ import { isNonSecretValue, isSensitiveKey } from './keys'
 import { CREDENTIAL_RULES, RULES } from './rules'
 import type { Rule } from './rule'
 import { isOnlyTokens, token, tokenSpans } from './tokens'
+import { INVISIBLE, isInvisible } from './invisible'
 
 export { CREDENTIAL_RULES, RULES }
 export type { Rule }
@@ -56,22 +57,49 @@ function foldChar(ch: string): string {
 /** `text` with typographic separators and full-width digits as their ASCII forms, offset for offset. */
 export const fold = (text: string): string => text.replace(FOLDABLE_ALL, foldChar)
 
+const INVISIBLE_ALL = new RegExp(INVISIBLE.source, 'g')
+
+/** The text the rules read, and for each of its offsets the offset in the text it came from. */
+interface Scan {
+  scan: string
+  /** `at[i]`: where `scan[i]` is in the text; `at[scan.length]` is the text's length. Absent: the same offsets. */
+  at?: Int32Array
+}
+
+/** `text` without its invisible characters, with where each kept character was. */
+function withoutInvisibles(text: string): Scan {
+  const scan = text.replace(INVISIBLE_ALL, '')
+  const at = new Int32Array(scan.length + 1)
+  let n = 0
+  for (let i = 0; i < text.length; i++) if (!isInvisible(text.charCodeAt(i))) at[n++] = i
+  at[n] = text.length
+  return { scan, at }
+}
+
 /**
- * Applies one rule to `text`. The rule reads `scan`, the same text with separators folded (offsets are
- * the same): a number typeset with no-break spaces is the number; what is kept is kept as written.
+ * Applies one rule to `text`. The rule reads `scan`: the same text with separators folded (offsets are
+ * the same: a number typeset with no-break spaces is the number) and, where `at` is given, its invisible
+ * characters left out (`at` maps the scan's offsets back). What is kept is kept as written; a value
+ * replaced takes the invisible characters inside it along.
  */
-export function applyRule(text: string, rule: Rule, counts: RedactionCounts, scan = text): string {
+export function applyRule(text: string, rule: Rule, counts: RedactionCounts, scan = text, at?: Int32Array): string {
   if (rule.mayMatch && !rule.mayMatch(scan)) return text
   const tokens = tokenSpans(text)
+  // A start is where its first character is; an end is just past its last one (not past the invisible
+  // characters that follow it, which stay outside the replacement).
+  const startIn = (i: number): number => (at === undefined ? i : at[i])
+  const endIn = (i: number): number => (at === undefined || i === 0 ? i : at[i - 1] + 1)
   let out = ''
   let last = 0
   for (const c of rule.detect(scan)) {
+    const cStart = startIn(c.start)
+    const cEnd = endIn(c.end)
     // A match that begins inside a token read the token's own text (`…:opaque_token]: x` is no key).
-    if (c.start < last || spanAround(tokens, c.match.index)) continue
+    if (cStart < last || spanAround(tokens, startIn(c.match.index))) continue
     // A candidate that cuts into a token grows to cover it; if that leaves nothing but tokens, it was
     // only ever reading a token (`/Users/[REDACTED` of `/Users/[REDACTED:username]`).
-    const start = spanAround(tokens, c.start)?.[0] ?? c.start
-    const end = spanAround(tokens, c.end)?.[1] ?? c.end
+    const start = spanAround(tokens, cStart)?.[0] ?? cStart
+    const end = spanAround(tokens, cEnd)?.[1] ?? cEnd
     if (start < last || isOnlyTokens(text.slice(start, end)) || rule.keep?.(c)) continue
     out += text.slice(last, start) + rule.token
     last = end
@@ -98,16 +126,22 @@ export const WITHHELD = 'unsanitizable'
 export function sanitizeText(text: string, counts: RedactionCounts, rules: readonly Rule[] = RULES): string {
   let out = text
   const found: RedactionCounts = {}
-  // Tokens hold no foldable character and replacements only remove text: a text without one never has one.
+  // Tokens hold no foldable or invisible character and replacements only remove text: a text without
+  // one never has one.
   const folds = FOLDABLE.test(text)
-  let folded = text
-  let scan = folds ? fold(text) : text
+  const hides = INVISIBLE.test(text)
+  const prepare = (t: string): Scan => {
+    const folded = folds ? fold(t) : t
+    return hides ? withoutInvisibles(folded) : { scan: folded }
+  }
+  let prepared = text
+  let read = prepare(text)
   for (let pass = 0; pass < MAX_PASSES; pass++) {
     const before = out
     for (const rule of rules) {
-      // Folded again only after a rule replaced something (an unchanged text is the same string).
-      if (folds && out !== folded) scan = fold((folded = out))
-      out = applyRule(out, rule, found, folds ? scan : out)
+      // Prepared again only after a rule replaced something (an unchanged text is the same string).
+      if ((folds || hides) && out !== prepared) read = prepare((prepared = out))
+      out = folds || hides ? applyRule(out, rule, found, read.scan, read.at) : applyRule(out, rule, found)
     }
     if (out === before) {
       for (const [name, n] of Object.entries(found)) counts[name] = (counts[name] ?? 0) + n
