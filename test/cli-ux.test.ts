@@ -109,7 +109,7 @@ describe('errors are messages, not stack traces', () => {
     noTrace(r.stderr)
   })
 
-  test.each([['-1'], ['0'], ['two']])('tracker connect --min-duplicates %s names the flag, not the API field rules.minDuplicates', async (value) => {
+  test.each([['-1'], ['0'], ['two'], ['1000001'], ['2000000']])('tracker connect --min-duplicates %s names the flag, not the API field rules.minDuplicates', async (value) => {
     const app = JSON.parse((await runBinary(['app', 'create', '--org', orgId, '--name', `Tracked ${value}`, '--json', '--data-dir', dir])).stdout).id
     const token = join(dir, 'tracker-token')
     await Bun.write(token, 'ghp_x\n')

@@ -136,7 +136,8 @@ export async function runTrackerCommand(argv: string[]): Promise<void> {
         if (!(TRACKER_KINDS as readonly string[]).includes(kind)) throw new UsageError(`--kind must be one of ${TRACKER_KINDS.join(', ')}, got "${kind}"`)
         const min = values['min-duplicates']
         // Checked here so the refusal names the flag, not the API's field (rules.minDuplicates).
-        if (min !== undefined && min !== 'off' && !/^[1-9]\d{0,6}$/.test(min)) throw new UsageError(`--min-duplicates must be a whole number from 1 to 1000000, or off, got "${min}"`)
+        // Seven digits reach 9999999: the range is held by value, not by the digit count alone.
+        if (min !== undefined && min !== 'off' && !(/^[1-9]\d{0,6}$/.test(min) && Number(min) <= 1_000_000)) throw new UsageError(`--min-duplicates must be a whole number from 1 to 1000000, or off, got "${min}"`)
         const severities = values['on-awaiting-manual']?.split(',').map((s) => s.trim()).filter(Boolean)
         for (const s of severities ?? []) if (!(SEVERITY_CHOICES as readonly string[]).includes(s)) throw new UsageError(`--on-awaiting-manual takes ${SEVERITY_CHOICES.join(', ')}, got "${s}"`)
         const before = (await svc.get(orgId, appId, base)).tracker

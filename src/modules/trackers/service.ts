@@ -241,7 +241,7 @@ export function createTrackersService(ctx: TrackersDeps, lifecycle: Lifecycle) {
         stateMap[name.trim().toLowerCase()] = action
       }
       const rules: PushRules = input.rules ? { minDuplicates: input.rules.minDuplicates, onAwaitingManual: [...new Set(input.rules.onAwaitingManual)] } : DEFAULT_RULES
-      if (rules.minDuplicates !== null && (!Number.isInteger(rules.minDuplicates) || rules.minDuplicates < 1 || rules.minDuplicates > 1_000_000)) throw invalid('rules.minDuplicates must be an integer ≥ 1, or null')
+      if (rules.minDuplicates !== null && (!Number.isInteger(rules.minDuplicates) || rules.minDuplicates < 1 || rules.minDuplicates > 1_000_000)) throw invalid('rules.minDuplicates must be an integer from 1 to 1000000, or null')
       for (const s of rules.onAwaitingManual) if (!(SEVERITY_CHOICES as readonly string[]).includes(s)) throw invalid(`rules.onAwaitingManual takes ${SEVERITY_CHOICES.join(', ')}`)
 
       const before = await repo.connection(appId)
