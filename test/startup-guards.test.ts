@@ -257,6 +257,17 @@ test('a FIXLOOP_S3_BUCKET that is no bucket name is named as such, not as a buck
   expect(readdirSync(root)).toEqual([])
 })
 
+test('an http(s) FIXLOOP_S3_ENDPOINT the S3 client refuses to be built on (an IPv6 literal) exits 2 naming the variable, not 1 with a stack', async () => {
+  ensureBinary()
+  const root = tempDir()
+  const s3 = { FIXLOOP_S3_ENDPOINT: 'http://[::1]:9000', FIXLOOP_S3_BUCKET: 'fixloop', FIXLOOP_S3_ACCESS_KEY: 'minio', FIXLOOP_S3_SECRET_KEY: 'minio-secret' }
+  const serve = await serveExpectingExit(join(root, 'data'), [], s3)
+  expect(serve.code).toBe(2)
+  expect(serve.stderr).toContain('FIXLOOP_S3_ENDPOINT')
+  expect(serve.stderr).not.toMatch(/\n\s+at /)
+  expect(readdirSync(root)).toEqual([])
+})
+
 test("an operator's mistake at start exits 2 with what to fix, no stack trace, and leaves nothing behind", async () => {
   ensureBinary()
   const { writeFileSync } = await import('node:fs')

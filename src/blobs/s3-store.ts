@@ -109,14 +109,18 @@ export class S3BlobStore implements BlobStore {
 
   async check(): Promise<void> {
     let exists: boolean
-    const { client, minio } = await this.connect()
+    let minio: Connection['minio'] | undefined
     try {
-      exists = await client.bucketExists(this.cfg.bucket)
+      // Inside the try: building the client throws too, for an endpoint it does not take (an IPv6 literal,
+      // `http://[::1]:9000`), and that is a setting's error (exit 2 naming it), not a stack trace.
+      const connection = await this.connect()
+      minio = connection.minio
+      exists = await connection.client.bucketExists(this.cfg.bucket)
     } catch (e) {
       const err = e as { code?: string; message?: string }
       // The client refuses a name S3 does not allow before any request ("My_Bucket", "b"): that is the
       // bucket setting's fault, not a bucket that cannot be reached (the credentials are not the cause).
-      if (e instanceof minio.InvalidBucketNameError) {
+      if (minio && e instanceof minio.InvalidBucketNameError) {
         throw new StartupError(`FIXLOOP_S3_BUCKET: "${this.cfg.bucket}" is not a bucket name (3 to 63 lowercase letters, digits, dots and hyphens, starting and ending with a letter or digit)`)
       }
       // A StartupError: `serve` exits 2 with this sentence, not 1 with a stack.
