@@ -45,6 +45,6 @@ export interface JobsRepo {
  */
 export class LeaseLost extends Error {
   constructor(readonly jobIds: number[]) {
-    super(`job ${jobIds.join(', ')} is no longer leased to this worker (another node took it over)`)
+    super(`job ${jobIds.join(', ')} is no longer leased to this worker (another node took it over, or it was removed with its report)`)
   }
 }

@@ -245,9 +245,10 @@ export class Worker {
 
   private async recordFailure(step: JobStep | undefined, job: JobRow, e: unknown): Promise<void> {
     if (e instanceof LeaseLost) {
-      // Its lease was freed while this worker had it in hand (the node stalled past its lease): the job is
-      // another claimer's now, and nothing of this run was written. Neither retried nor given up here.
-      this.log.warn('job taken over by another node while in hand: this run wrote nothing', { jobId: job.id, kind: job.kind })
+      // Its lease was freed while this worker had it in hand (the node stalled past its lease: the job is
+      // another claimer's now), or the job is gone (its report was erased meanwhile). Nothing of this run
+      // was written. Neither retried nor given up here.
+      this.log.warn('job no longer this worker\'s while in hand (taken over by another node, or its report removed): this run wrote nothing', { jobId: job.id, kind: job.kind })
       return
     }
     if (e instanceof DeferJob) {
