@@ -56,6 +56,7 @@ const SHAPES: Record<string, string> = {
   'soft hyphens in an address': 'a\u00AD@b.',
   'curl users': "curl -u 'a",
   'curl user pairs': 'curl -u a:',
+  'curl attached user pairs': 'curl -ua:',
   'user flags': '-u "x',
 }
 

@@ -134,6 +134,9 @@ describe('exact replacements: structure stays, only the value goes', () => {
     // curl's user and password
     ['curl -u admin:hunter2 https://api.example.com/v1', 'curl -u [REDACTED:secret] https://api.example.com/v1'],
     ["curl --user 'jane@example.com:S3cret!' -X POST", "curl --user '[REDACTED:secret]' -X POST"],
+    ['curl -uadmin:hunter2 https://api.example.com/v1', 'curl -u[REDACTED:secret] https://api.example.com/v1'],
+    ["curl -s -u'jane:S3cret!' https://api.example.com", "curl -s -u'[REDACTED:secret]' https://api.example.com"],
+    ['curl --url https://a.example/x:1 -upload', 'curl --url https://a.example/x:1 -upload'],
     ['curl -u jane https://api.example.com, docker run -u 1000:1000 app, curl -u ${USER}:${PASS} x', 'curl -u jane https://api.example.com, docker run -u 1000:1000 app, curl -u ${USER}:${PASS} x'],
     // A URL in a console line keeps its encoding: the email in its query is written with `%40`.
     ['GET https://api.example.com/v1/users?email=jane.doe%40example.com 404 (Not Found)', 'GET https://api.example.com/v1/users?email=[REDACTED:email] 404 (Not Found)'],

@@ -46,11 +46,11 @@ const KEY_VALUE =
 const COOKIE_HEADER = /(?<![\w-])(?:set-)?cookie[ \t]*:[ \t]*(?<secret>[^\r\n]{1,4096})/i
 
 /**
- * curl's `-u user:password` / `--user user:password` (a command pasted from a terminal or a README): the
- * pair goes. Only on a line with `curl` before it (the rule's guard): `docker run -u 1000:1000` is a user
+ * curl's `-u user:password` / `--user user:password` (a command pasted from a terminal or a README; also
+ * `-uuser:password`, the short option with its value attached): the pair goes. Only on a line with `curl` before it (the rule's guard): `docker run -u 1000:1000` is a user
  * and a group.
  */
-const CURL_USER = /(?<![\w-])(?:-u|--user)(?:[ \t]+|=)(?:'(?<secret11>[^'\s:]{0,256}:[^'\r\n]{1,256})'|"(?<secret12>[^"\s:]{0,256}:[^"\r\n]{1,256})"|(?<secret13>[^\s'":]{0,256}:[^\s'"]{1,256}))/
+const CURL_USER = /(?<![\w-])(?:-u(?:[ \t]+|=)?|--user(?:[ \t]+|=))(?:'(?<secret11>[^'\s:]{0,256}:[^'\r\n]{1,256})'|"(?<secret12>[^"\s:]{0,256}:[^"\r\n]{1,256})"|(?<secret13>[^\s'":]{0,256}:[^\s'"]{1,256}))/
 
 /** Is this `-u` an argument of curl: `curl` before it on its line, with no `;`, `|`, `&&` or `, ` between? */
 function isCurlArgument(c: Candidate): boolean {
