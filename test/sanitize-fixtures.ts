@@ -93,6 +93,13 @@ export const T = {
   b64Key2: r(B64, 20) + '/' + r(B64, 22) + '=',
   b64Key3: r(B64, 9) + '/' + r(B64, 20) + '+' + r(B64, 20) + '/' + r(B64, 13),
   azureKey: r(B64, 30) + '+' + r(B64, 25) + '/' + r(B64, 29) + '==',
+  // hex bodies: too few character classes for the opaque-token rule, so only their prefixes tell them
+  shopifyAdmin: 'shpat_' + r('0123456789abcdef', 32),
+  shopifySecret: 'shpss_' + r('0123456789abcdef', 32),
+  shopifyCustom: 'shpca_' + r('0123456789abcdef', 32),
+  doPersonal: 'dop_v1_' + r('0123456789abcdef', 64),
+  doOauth: 'doo_v1_' + r('0123456789abcdef', 64),
+  doRefresh: 'dor_v1_' + r('0123456789abcdef', 64),
 }
 
 export const PEM_RSA = `-----BEGIN RSA PRIVATE KEY-----\n${T.pemKeyBody}\n-----END RSA PRIVATE KEY-----`
@@ -144,6 +151,12 @@ export const TRUE_POSITIVES: [string, string, string[]][] = [
   ['npm_token', `//registry.npmjs.org/:_authToken=${T.npm1}`, [T.npm1]],
   ['npm_token', `NPM_TOKEN=${T.npm2} npm publish`, [T.npm2]],
   ['npm_token', `token ${T.npm3} was revoked`, [T.npm3]],
+  ['shopify_token', `X-Shopify-Access-Token: ${T.shopifyAdmin}`, [T.shopifyAdmin]],
+  ['shopify_token', `SHOPIFY_API_SECRET=${T.shopifySecret} npm run dev`, [T.shopifySecret]],
+  ['shopify_token', `the custom app token ${T.shopifyCustom} returns 401`, [T.shopifyCustom]],
+  ['digitalocean_token', `doctl auth init -t ${T.doPersonal}`, [T.doPersonal]],
+  ['digitalocean_token', `{"access_token":"${T.doOauth}","token_type":"bearer"}`, [T.doOauth]],
+  ['digitalocean_token', `refresh with ${T.doRefresh} failed`, [T.doRefresh]],
   ['huggingface_token', `HF_TOKEN=${T.hf1} python train.py`, [T.hf1]],
   ['huggingface_token', `login with ${T.hf2} failed`, [T.hf2]],
   ['huggingface_token', `{"hub_auth":"${T.hf3}"}`, [T.hf3]],

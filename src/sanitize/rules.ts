@@ -184,6 +184,9 @@ export const RULES: readonly Rule[] = [
   vendor('openai_key', /(?<![\w-])sk-(?!ant-)(?:(?:proj|svcacct|admin)-)?(?<rand>[\w-]{20,})/, 3, contains('sk-')),
   vendor('huggingface_token', /(?<!\w)hf_(?<rand>[A-Za-z0-9]{30,40})(?!\w)/, 3, contains('hf_')),
   vendor('npm_token', /(?<!\w)npm_(?<rand>[A-Za-z0-9]{36})(?!\w)/, 3, contains('npm_')),
+  // Hex bodies (too few character classes for opaque_token): the prefix is what tells them.
+  vendor('shopify_token', /(?<!\w)shp(?:at|ca|pa|ss)_(?<rand>[a-fA-F0-9]{32})(?!\w)/, 3, contains('shp')),
+  vendor('digitalocean_token', /(?<!\w)do[opr]_v1_(?<rand>[a-f0-9]{64})(?!\w)/, 3, contains('_v1_')),
   // fixloop's own Org keys: `sk_` + 43 base64url characters (src/core/secrets.ts); 20+ also catches a
   // key cut short when pasted.
   vendor('fixloop_key', /(?<!\w)sk_(?!live_|test_)(?<rand>[\w-]{20,})/, 3.5, contains('sk_')),
