@@ -57,6 +57,8 @@ const SHAPES: Record<string, string> = {
   'curl users': "curl -u 'a",
   'curl user pairs': 'curl -u a:',
   'curl attached user pairs': 'curl -ua:',
+  'mysql passwords': 'mysql -pa ',
+  'short p options': '-p',
   'user flags': '-u "x',
 }
 

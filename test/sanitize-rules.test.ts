@@ -137,6 +137,12 @@ describe('exact replacements: structure stays, only the value goes', () => {
     ['curl -uadmin:hunter2 https://api.example.com/v1', 'curl -u[REDACTED:secret] https://api.example.com/v1'],
     ["curl -s -u'jane:S3cret!' https://api.example.com", "curl -s -u'[REDACTED:secret]' https://api.example.com"],
     ['curl --url https://a.example/x:1 -upload', 'curl --url https://a.example/x:1 -upload'],
+    // the MySQL/MariaDB clients' attached password
+    ['docker exec db mysql -uroot -pS3cretPw! shop < dump.sql', 'docker exec db mysql -uroot -p[REDACTED:secret] shop < dump.sql'],
+    ["mysqldump -h db.internal -u app -p'pa ss word' shop", "mysqldump -h db.internal -u app -p'[REDACTED:secret]' shop"],
+    ['sudo /usr/bin/mariadb -pHunter2x -e "select 1"', 'sudo /usr/bin/mariadb -p[REDACTED:secret] -e "select 1"'],
+    ['mysql -u root -p shop, mysql -p$MYSQL_ROOT_PASSWORD, tar -pczf a.tgz dir, ssh -p2222 host', 'mysql -u root -p shop, mysql -p$MYSQL_ROOT_PASSWORD, tar -pczf a.tgz dir, ssh -p2222 host'],
+    ['mysql -P3306 -h 127.0.0.1 shop; git commit -pm wip', 'mysql -P3306 -h 127.0.0.1 shop; git commit -pm wip'],
     ['curl -u jane https://api.example.com, docker run -u 1000:1000 app, curl -u ${USER}:${PASS} x', 'curl -u jane https://api.example.com, docker run -u 1000:1000 app, curl -u ${USER}:${PASS} x'],
     // A URL in a console line keeps its encoding: the email in its query is written with `%40`.
     ['GET https://api.example.com/v1/users?email=jane.doe%40example.com 404 (Not Found)', 'GET https://api.example.com/v1/users?email=[REDACTED:email] 404 (Not Found)'],

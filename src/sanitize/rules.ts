@@ -52,12 +52,23 @@ const COOKIE_HEADER = /(?<![\w-])(?:set-)?cookie[ \t]*:[ \t]*(?<secret>[^\r\n]{1
  */
 const CURL_USER = /(?<![\w-])(?:-u(?:[ \t]+|=)?|--user(?:[ \t]+|=))(?:'(?<secret11>[^'\s:]{0,256}:[^'\r\n]{1,256})'|"(?<secret12>[^"\s:]{0,256}:[^"\r\n]{1,256})"|(?<secret13>[^\s'":]{0,256}:[^\s'"]{1,256}))/
 
-/** Is this `-u` an argument of curl: `curl` before it on its line, with no `;`, `|`, `&&` or `, ` between? */
-function isCurlArgument(c: Candidate): boolean {
+/**
+ * The MySQL/MariaDB clients' password with the short option, always attached (`mysql -uroot -pS3cret db`;
+ * `-p` alone, with a space after it, asks for the password and the next word is the database). Only on a
+ * line with one of those commands before it (the rule's guard): `-p` means other things elsewhere.
+ */
+const MYSQL_PASSWORD = /(?<![\w-])-p(?:'(?<secret14>[^'\r\n]{1,256})'|"(?<secret15>[^"\r\n]{1,256})"|(?<secret16>[^\s'"]{1,256}))/
+const MYSQL_COMMANDS = /(?<![\w-])(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow|mariadb|mariadb-dump|mariadb-admin)(?=\s)/g
+
+/** Is this option an argument of a command `command` matches: before it on its line, with no `;`, `|`, `&&` or `, ` between? */
+function isArgumentOf(c: Candidate, command: RegExp): boolean {
   const line = before(c, 256)
-  const at = line.lastIndexOf('curl')
-  return at !== -1 && (at === 0 || /\W/.test(line[at - 1])) && /^curl\b/.test(line.slice(at)) && !/[;|\n]|&&|, /.test(line.slice(at))
+  let at = -1
+  command.lastIndex = 0
+  for (let m = command.exec(line); m !== null; m = command.exec(line)) at = m.index
+  return at !== -1 && !/[;|\n]|&&|, /.test(line.slice(at))
 }
+const CURL_COMMAND = /(?<![\w-])curl(?=\s)/g
 
 /** Characters of an unquoted value (what KEY_VALUE's last alternative takes). */
 const UNQUOTED_VALUE = /[^\s"'&;,<>(){}[\]\\“”„«»「」『』]/
@@ -216,12 +227,13 @@ export const RULES: readonly Rule[] = [
   rule({
     name: 'secret',
     kind: 'credential',
-    mayMatch: hasSeparator,
-    detect: matcher([KEY_VALUE, COOKIE_HEADER, CURL_USER], { accept: hasSensitiveKey, narrow: sensitiveKeyValue }),
+    mayMatch: (t) => hasSeparator(t) || t.includes('-p'),
+    detect: matcher([KEY_VALUE, COOKIE_HEADER, CURL_USER, MYSQL_PASSWORD], { accept: hasSensitiveKey, narrow: sensitiveKeyValue }),
     // A `<name>` or `{name}` value is a template when its name says so (`<your-token>`, `{password}`,
     // `{0}`); prose words are values only after a colon (`password: then click`), not after `=`.
     keep: (c) => {
-      if (/^-/.test(c.match[0])) return !isCurlArgument(c) || c.value.split(':').every((part) => isNonSecretValue(part, false))
+      if (/^-p/.test(c.match[0])) return !isArgumentOf(c, MYSQL_COMMANDS) || c.value.startsWith('$') || isNonSecretValue(c.value, false)
+      if (/^-/.test(c.match[0])) return !isArgumentOf(c, CURL_COMMAND) || c.value.split(':').every((part) => isNonSecretValue(part, false))
       return group(c, 'secret9') !== undefined || group(c, 'secret10') !== undefined ? isTemplateName(c.value) : isNonSecretValue(c.value, afterColon(c))
     },
   }),
