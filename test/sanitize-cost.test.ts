@@ -53,6 +53,7 @@ const SHAPES: Record<string, string> = {
   'no-break spaces and digits': '1\u00A0',
   'full-width digits and hyphens': '１－',
   'zero-width spaces between digits': '1\u200B',
+  'encoded pluses and spaces': '%2B1%20',
   'soft hyphens in an address': 'a\u00AD@b.',
   'curl users': "curl -u 'a",
   'curl user pairs': 'curl -u a:',

@@ -227,6 +227,30 @@ describe('invisible characters inside a value', () => {
   })
 })
 
+/**
+ * A phone number in an encoded URL of a console line (a failed sign-up or verification request): its `+`
+ * is `%2B` and its spaces `%20`. The rules read those two decoded where they are part of a number; every
+ * other escape, and those two elsewhere, stay as they are.
+ */
+describe('percent-encoded phone numbers', () => {
+  const CASES: [string, string][] = [
+    ['GET /api/verify?phone=%2B14155550132&lang=en 422', 'GET /api/verify?phone=[REDACTED:phone]&lang=en 422'],
+    ['POST https://shop.example/signup?tel=%2B44%2020%207946%200958 failed', 'POST https://shop.example/signup?tel=[REDACTED:phone] failed'],
+    ['fetch /otp?to=%2b4915112345678', 'fetch /otp?to=[REDACTED:phone]'],
+    ['redirect /cb?next=%2Fprofile%3Fphone%3D%2B33612345678', 'redirect /cb?next=%2Fprofile%3Fphone%3D[REDACTED:phone]'],
+    // still look-alikes: encoded pluses and spaces that are no number
+    ['search?q=c%2B%2B%20templates&page%202%20of%2010', 'search?q=c%2B%2B%20templates&page%202%20of%2010'],
+    ['GET /img/a%2B1.png?v=2024%2012', 'GET /img/a%2B1.png?v=2024%2012'],
+  ]
+  for (const [input, expected] of CASES) {
+    test(short(input), () => {
+      const { out } = run(input)
+      expect(out).toBe(expected)
+      expect(sanitizeText(out, {})).toBe(out)
+    })
+  }
+})
+
 describe('entropy floors and placeholders', () => {
   test('Shannon entropy: zero for a repeated character, log2(n) for n distinct ones', () => {
     expect(shannonEntropy('aaaaaaaa')).toBe(0)

@@ -57,8 +57,6 @@ function foldChar(ch: string): string {
 /** `text` with typographic separators and full-width digits as their ASCII forms, offset for offset. */
 export const fold = (text: string): string => text.replace(FOLDABLE_ALL, foldChar)
 
-const INVISIBLE_ALL = new RegExp(INVISIBLE.source, 'g')
-
 /** The text the rules read, and for each of its offsets the offset in the text it came from. */
 interface Scan {
   scan: string
@@ -66,14 +64,60 @@ interface Scan {
   at?: Int32Array
 }
 
-/** `text` without its invisible characters, with where each kept character was. */
-function withoutInvisibles(text: string): Scan {
-  const scan = text.replace(INVISIBLE_ALL, '')
-  const at = new Int32Array(scan.length + 1)
-  let n = 0
-  for (let i = 0; i < text.length; i++) if (!isInvisible(text.charCodeAt(i))) at[n++] = i
-  at[n] = text.length
-  return { scan, at }
+/** Does a text hold a percent-encoded `+` or space (a number in an encoded URL of a console line)? */
+const hasEncodedNumberPart = (text: string): boolean => text.includes('%2')
+const isDigit = (code: number): boolean => code >= 48 && code <= 57
+
+/** `%2B` (either case) at `i` of `text`, followed by a digit: an encoded `+` starting a number. */
+const encodedPlusAt = (text: string, i: number): boolean =>
+  text.charCodeAt(i) === 37 && text.charCodeAt(i + 1) === 50 && (text.charCodeAt(i + 2) | 32) === 98 && isDigit(text.charCodeAt(i + 3))
+
+/**
+ * The character an escape at `i` stands for when it is part of an encoded number: `%2B` before a digit
+ * (`+`), `%20` between digits (` `, `afterDigit`: the character read before it is one), and the encoded
+ * delimiter just before such a `+` (`%3D%2B33…` of an encoded `phone=+33…`: `=`, so the number starts
+ * after a delimiter, not after the escape's last letter). -1 for any other escape, read as written.
+ */
+function numberPart(text: string, i: number, afterDigit: boolean): number {
+  if (encodedPlusAt(text, i)) return 43
+  if (text.charCodeAt(i + 1) === 50 && text.charCodeAt(i + 2) === 48 && afterDigit && isDigit(text.charCodeAt(i + 3))) return 32
+  if (encodedPlusAt(text, i + 3)) {
+    const hex = text.slice(i + 1, i + 3)
+    const ch = /^[0-9A-Fa-f]{2}$/.test(hex) ? parseInt(hex, 16) : -1
+    // `=`, `&`, `/`, `?`, `:`, `,`, `;`, `#`, a space
+    if (ch === 61 || ch === 38 || ch === 47 || ch === 63 || ch === 58 || ch === 44 || ch === 59 || ch === 35 || ch === 32) return ch
+  }
+  return -1
+}
+
+/**
+ * `text` as the rules read it, with where each of its characters came from: without its invisible
+ * characters (`hides`), and (`encodes`) with the percent-encoded `+` before a digit and space between
+ * digits of an encoded URL decoded (`?phone=%2B44%2020%207946%200958` in a failed request's console line
+ * is `+44 20 7946 0958`). Only those: any other escape stays, so no other rule reads a URL differently.
+ */
+function readable(text: string, hides: boolean, encodes: boolean): Scan {
+  const codes: number[] = []
+  const at = new Int32Array(text.length + 1)
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (hides && isInvisible(code)) continue
+    if (encodes && code === 37 /* % */) {
+      const decoded = numberPart(text, i, codes.length > 0 && isDigit(codes[codes.length - 1]))
+      if (decoded !== -1) {
+        at[codes.length] = i
+        codes.push(decoded)
+        i += 2
+        continue
+      }
+    }
+    at[codes.length] = i
+    codes.push(code)
+  }
+  at[codes.length] = text.length
+  let scan = ''
+  for (let i = 0; i < codes.length; i += 8192) scan += String.fromCharCode(...codes.slice(i, i + 8192))
+  return { scan, at: at.subarray(0, codes.length + 1) }
 }
 
 /**
@@ -126,13 +170,15 @@ export const WITHHELD = 'unsanitizable'
 export function sanitizeText(text: string, counts: RedactionCounts, rules: readonly Rule[] = RULES): string {
   let out = text
   const found: RedactionCounts = {}
-  // Tokens hold no foldable or invisible character and replacements only remove text: a text without
-  // one never has one.
+  // Tokens hold no foldable or invisible character nor `%` and replacements only remove text: a text
+  // without one never has one.
   const folds = FOLDABLE.test(text)
   const hides = INVISIBLE.test(text)
+  const encodes = hasEncodedNumberPart(text)
+  const reads = folds || hides || encodes
   const prepare = (t: string): Scan => {
     const folded = folds ? fold(t) : t
-    return hides ? withoutInvisibles(folded) : { scan: folded }
+    return hides || encodes ? readable(folded, hides, encodes) : { scan: folded }
   }
   let prepared = text
   let read = prepare(text)
@@ -140,8 +186,8 @@ export function sanitizeText(text: string, counts: RedactionCounts, rules: reado
     const before = out
     for (const rule of rules) {
       // Prepared again only after a rule replaced something (an unchanged text is the same string).
-      if ((folds || hides) && out !== prepared) read = prepare((prepared = out))
-      out = folds || hides ? applyRule(out, rule, found, read.scan, read.at) : applyRule(out, rule, found)
+      if (reads && out !== prepared) read = prepare((prepared = out))
+      out = reads ? applyRule(out, rule, found, read.scan, read.at) : applyRule(out, rule, found)
     }
     if (out === before) {
       for (const [name, n] of Object.entries(found)) counts[name] = (counts[name] ?? 0) + n
