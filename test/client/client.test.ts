@@ -517,6 +517,12 @@ describe('offline helpers', () => {
     await expect(verifyWebhook(body.replace('"seq":1', '"seq":2'), headers, secret)).rejects.toThrow('no webhook-signature matches')
     await expect(verifyWebhook(body, headers, `whsec_${Buffer.from('another-secret-entirely-32bytes!').toString('base64')}`)).rejects.toThrow()
     await expect(verifyWebhook(body, headers, secret, { now: Date.now() + 3600_000 })).rejects.toThrow('tolerance')
+    // A secret that is none (a wrong variable, a value cut short) names the mistake: a TypeError, not a
+    // DOMException from atob nor a verification failure every delivery would meet alike.
+    for (const bad of ['', 'whsec_', 'whsec_not base64!', 'whsec_%%%%', undefined as unknown as string]) {
+      const e = await verifyWebhook(body, headers, bad).catch((x: unknown) => x)
+      expect({ bad, type: (e as Error).constructor.name, message: (e as Error).message }).toEqual({ bad, type: 'TypeError', message: expect.stringContaining('whsec_') })
+    }
   })
 
   test('an sk_ key in a browser is refused unless dangerouslyAllowBrowser', () => {

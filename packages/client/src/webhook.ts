@@ -33,6 +33,25 @@ function header(headers: HeaderBag, name: string): string | undefined {
   return Array.isArray(v) ? v[0] : v
 }
 
+/**
+ * The key of a `whsec_` secret. A secret that is none (empty, not base64: a wrong variable, a value cut
+ * short when pasted) is a TypeError naming the mistake, not a verification failure: every delivery would
+ * fail alike, and a receiver answering them 400 would only see them stop.
+ */
+function secretBytes(secret: string): Uint8Array<ArrayBuffer> {
+  const encoded = typeof secret === 'string' ? secret.replace(/^whsec_/, '') : ''
+  let bytes: Uint8Array<ArrayBuffer> | null = null
+  if (/^[A-Za-z0-9+/]+={0,2}$/.test(encoded)) {
+    try {
+      bytes = Uint8Array.from(atob(encoded), (c) => c.charCodeAt(0))
+    } catch {
+      bytes = null
+    }
+  }
+  if (!bytes || bytes.length === 0) throw new TypeError("verifyWebhook: secret must be the endpoint's signing secret, whsec_ followed by base64 (as the API returned it)")
+  return bytes
+}
+
 export async function verifyWebhook(
   body: string | Uint8Array,
   headers: HeaderBag,
@@ -45,8 +64,7 @@ export async function verifyWebhook(
   if (!id || !timestamp || !signatures) throw new WebhookVerificationError('missing webhook-id, webhook-timestamp or webhook-signature header')
   const ts = Number(timestamp)
   if (!/^\d+$/.test(timestamp) || Math.abs(now / 1000 - ts) > toleranceSeconds) throw new WebhookVerificationError('webhook-timestamp is outside the tolerance')
-  const keyBytes = Uint8Array.from(atob(secret.replace(/^whsec_/, '')), (c) => c.charCodeAt(0))
-  const key = await crypto.subtle.importKey('raw', keyBytes, { name: 'HMAC', hash: 'SHA-256' }, false, ['verify'])
+  const key = await crypto.subtle.importKey('raw', secretBytes(secret), { name: 'HMAC', hash: 'SHA-256' }, false, ['verify'])
   const text = typeof body === 'string' ? body : new TextDecoder().decode(body)
   const signed = te.encode(`${id}.${timestamp}.${text}`)
   for (const candidate of signatures.split(' ')) {
