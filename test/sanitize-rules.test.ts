@@ -588,6 +588,32 @@ describe('property: idempotent, and no planted secret survives', () => {
     expect(planted).toBeGreaterThan(1000)
   })
 
+  test('1000 seeded true positives with an invisible character put inside each planted value: none survives, in either form', () => {
+    const rng = prng(31337)
+    const INVISIBLES = ['\u200B', '\u200C', '\u200D', '\u00AD', '\u2060', '\uFEFF', '\u200E', '\u200F', '\u2066', '\u2069', '\u061C']
+    let planted = 0
+    for (let i = 0; i < 1000; i++) {
+      const [rule, input, values] = TRUE_POSITIVES[i % TRUE_POSITIVES.length]
+      let text = input
+      const hidden: string[] = []
+      for (const v of values) {
+        if (v.length < 4 || !text.includes(v)) continue
+        const at = 1 + Math.floor(rng() * (v.length - 2))
+        const w = v.slice(0, at) + INVISIBLES[Math.floor(rng() * INVISIBLES.length)] + v.slice(at)
+        text = text.replace(v, w)
+        hidden.push(w)
+      }
+      const once = sanitizeText(text, {})
+      if (sanitizeText(once, {}) !== once) throw new Error(`not idempotent:\n${JSON.stringify(text)}\n${JSON.stringify(once)}`)
+      for (const w of hidden) {
+        const plain = w.replace(/[\u200B-\u200F\u00AD\u2060\uFEFF\u2066-\u2069\u061C]/g, '')
+        if (once.includes(w) || once.includes(plain)) throw new Error(`${rule}: planted ${JSON.stringify(w)} survived in:\n${JSON.stringify(once)}`)
+      }
+      planted += hidden.length
+    }
+    expect(planted).toBeGreaterThan(800)
+  })
+
   test('3000 seeded glued fragments (no separators): still idempotent, URLs still valid', () => {
     const rng = prng(77)
     const ALPHABETS = ['0123456789', '0123456789 -.', 'abcdefABCDEF0123456789:', 'AKIAxyz@.com-_=:"\' /', 'password=token: Bearer Basic ', '0123456789+() -', 'ghp_sk-ant-AIza xoxb-', 'DE89GB82 0123456789', '/Users/home/C:\\', '[]REDACTED:email_%5B']
