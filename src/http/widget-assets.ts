@@ -28,6 +28,8 @@ const shared = {
 /** File name -> JSON text of each locale's strings (a Map: a name like "__proto__" is just absent). */
 const LOCALE_FILES = new Map<string, string>(Object.entries(localeTables as Record<string, string>))
 const loaderEtag = `"${new Bun.CryptoHasher('sha256').update(loader).digest('hex').slice(0, 20)}"`
+/** On the 304 too (RFC 9110 15.4.5): a cache renews the loader's freshness from the revalidation's answer. */
+const loaderHeaders = { ...shared, etag: loaderEtag, 'cache-control': 'public, max-age=300, stale-while-revalidate=86400' }
 
 /** Serves the widget's three scripts and its locale tables (HEAD too); any other /widget/ name is 404 not_found. */
 export function widgetAssets() {
@@ -36,8 +38,8 @@ export function widgetAssets() {
       WIDGET_PATH,
       ({ request }) =>
         noneMatch(request.headers.get('if-none-match'), loaderEtag)
-          ? new Response(null, { status: 304, headers: { etag: loaderEtag, ...shared } })
-          : new Response(loader, { headers: { ...shared, etag: loaderEtag, 'cache-control': 'public, max-age=300, stale-while-revalidate=86400' } }),
+          ? new Response(null, { status: 304, headers: loaderHeaders })
+          : new Response(loader, { headers: loaderHeaders }),
       { detail: { summary: 'The browser widget loader', description: 'An ES2019 script; `<script src="/widget.js" data-public-key="pub_..." async>` mounts the widget. Cached 5 minutes.', tags: ['Widget'], responses: { 200: { description: 'JavaScript' }, 304: { description: 'Not modified' } } } },
     )
     .get(
