@@ -209,6 +209,11 @@ function parseHttpUrl(text: string, source: string): string {
   return text.replace(/\/+$/, '')
 }
 
+/** A URL as the operator wrote it, its user name and password replaced (for a message). */
+function withoutCredentials(url: URL): string {
+  return url.href.replace(/^([a-z]+:\/\/)[^@/]*@/, '$1…@')
+}
+
 /**
  * FIXLOOP_PUBLIC_URL, without trailing slashes; unset or empty: undefined. Every link fixloop hands out is
  * this base plus a path (upload and download URLs, the setup link, mail and pull request links), so a
@@ -220,6 +225,11 @@ function publicUrlSetting(value: string | undefined): string | undefined {
   if (!base) return undefined
   parseHttpUrl(base, 'FIXLOOP_PUBLIC_URL')
   const url = new URL(base)
+  // Browsers refuse to fetch a URL with credentials in it (the widget's upload PUT threw), and every link
+  // handed out would show them; the password is left out of the message.
+  if (url.username || url.password) {
+    throw new ConfigError(`FIXLOOP_PUBLIC_URL: a base URL carries no user name or password (browsers refuse links that do), got "${withoutCredentials(url)}"`)
+  }
   if (url.search || url.hash || base.includes('?') || base.includes('#')) {
     throw new ConfigError(`FIXLOOP_PUBLIC_URL: a base URL has no query or fragment (paths are appended to it), got "${value}"`)
   }
@@ -268,6 +278,15 @@ function s3FromEnv(env: Env): S3Config | undefined {
   // "127.0.0.1:9000" (host:port, as MinIO's own examples write it) stopped serve with a TypeError and its
   // stack; "minio:9000" parses as a URL of scheme "minio:" and was dialled as plain http without a word.
   parseHttpUrl(endpoint, 'FIXLOOP_S3_ENDPOINT')
+  // The S3 client is given the host and port alone: a path (a proxy prefix, the bucket written into it), a
+  // query or credentials in the URL were dropped without a word, so requests went somewhere else.
+  const url = new URL(endpoint)
+  if (url.username || url.password) {
+    throw new ConfigError(`FIXLOOP_S3_ENDPOINT: the keys go in FIXLOOP_S3_ACCESS_KEY and FIXLOOP_S3_SECRET_KEY, not in the URL, got "${withoutCredentials(url)}"`)
+  }
+  if (url.pathname.replace(/\/+$/, '') !== '' || url.search || url.hash || endpoint.includes('?') || endpoint.includes('#')) {
+    throw new ConfigError(`FIXLOOP_S3_ENDPOINT: the endpoint is scheme, host and port only (http://minio.internal:9000; the bucket goes in FIXLOOP_S3_BUCKET), got "${endpoint}"`)
+  }
   return { endpoint, bucket, accessKey, secretKey, region: env.FIXLOOP_S3_REGION || 'us-east-1' }
 }
 

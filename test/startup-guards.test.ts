@@ -246,6 +246,39 @@ test.each([['127.0.0.1:9000'], ['minio:9000'], ['ftp://minio.internal:9000']])(
   },
 )
 
+test.each([
+  // The S3 client takes the endpoint's host and port only: a path (a proxy prefix, or the bucket written into
+  // it), a query or a user's name and password were dropped without a word and every request went elsewhere.
+  ['http://127.0.0.1:9000/s3', 'scheme, host and port only'],
+  ['http://127.0.0.1:9000/fixloop', 'scheme, host and port only'],
+  ['http://127.0.0.1:9000/?region=eu', 'scheme, host and port only'],
+  ['http://minio:minio-secret@127.0.0.1:9000', 'FIXLOOP_S3_ACCESS_KEY and FIXLOOP_S3_SECRET_KEY'],
+])('FIXLOOP_S3_ENDPOINT=%s (more than scheme, host and port) is refused with exit 2, not dropped in part', async (endpoint, says) => {
+  ensureBinary()
+  const s3 = { FIXLOOP_S3_ENDPOINT: endpoint, FIXLOOP_S3_BUCKET: 'fixloop', FIXLOOP_S3_ACCESS_KEY: 'minio', FIXLOOP_S3_SECRET_KEY: 'minio-secret' }
+  const root = tempDir()
+  const serve = await serveExpectingExit(join(root, 'data'), [], s3)
+  expect(serve.code).toBe(2)
+  expect(serve.stderr).toContain('FIXLOOP_S3_ENDPOINT: ')
+  expect(serve.stderr).toContain(says)
+  expect(serve.stderr).not.toContain('cannot reach')
+  expect(serve.stderr).not.toContain('minio-secret@')
+  expect(readdirSync(root)).toEqual([])
+})
+
+test('FIXLOOP_PUBLIC_URL with a user name and password is refused with exit 2 (browsers refuse such links), the password not echoed', async () => {
+  ensureBinary()
+  // Every upload, download, setup and mail link was built on it: the widget's fetch() of such an upload URL
+  // throws in every browser ("Request cannot be constructed from a URL that includes credentials"), and
+  // each link handed the password out.
+  for (const value of ['https://ops:hunter22pw@fixloop.example.com', 'https://ops@fixloop.example.com']) {
+    const r = await runBinary(['org', 'list', '--data-dir', tempDir()], { FIXLOOP_PUBLIC_URL: value })
+    expect([value, r.code]).toEqual([value, 2])
+    expect(r.stderr).toContain('FIXLOOP_PUBLIC_URL: a base URL carries no user name or password')
+    expect(r.stderr).not.toContain('hunter22pw')
+  }
+})
+
 test('a FIXLOOP_S3_BUCKET that is no bucket name is named as such, not as a bucket that cannot be reached', async () => {
   ensureBinary()
   const root = tempDir()
