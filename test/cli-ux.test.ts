@@ -59,6 +59,8 @@ describe('errors are messages, not stack traces', () => {
     [['serve', '--port', '--data-dir', '/nonexistent/x'], 'fixloop: --port needs a value (the next argument, "--data-dir", is a flag)'],
     [['org', 'create', '--name', '--json', '--data-dir', '/nonexistent/x'], 'fixloop: --name needs a value (the next argument, "--json", is a flag)'],
     [['org', 'list', '--data-dir'], 'fixloop: --data-dir needs a value'],
+    // The flag given before with its value: the sentence named that value as "the next argument".
+    [['org', 'create', '--name', 'Acme', '--name', '--json', '--data-dir', '/nonexistent/x'], 'fixloop: --name needs a value (the next argument, "--json", is a flag)'],
   ])('a flag missing its value says so, not node\'s parser wording: fixloop %p', async (args, message) => {
     const r = await runBinary(args)
     expect([r.code, r.stdout]).toEqual([2, ''])

@@ -86,7 +86,9 @@ function missingValueMessage(message: string, args: string[]): string | undefine
   if (missing) return `${missing[1]} needs a value`
   const ambiguous = /^Option '(--[\w-]+)' argument is ambiguous/.exec(message)
   if (!ambiguous) return undefined
-  const next = args[args.indexOf(ambiguous[1]) + 1]
+  // The occurrence node stopped at: the one followed by a dash (an earlier one may have had its value).
+  const at = args.findIndex((a, i) => a === ambiguous[1] && args[i + 1]?.startsWith('-'))
+  const next = args[at + 1]
   return `${ambiguous[1]} needs a value (the next argument, "${next}", is a flag); a value that starts with a dash goes as ${ambiguous[1]}=VALUE`
 }
 
