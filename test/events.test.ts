@@ -97,6 +97,18 @@ describe('GET /v1/events (pull feed)', () => {
     expect(r.body.error.code).toBe('invalid_body')
   })
 
+  test('a types filter naming no event type (a typo) is 400 naming the types there are, on the feed and the stream alike; no stream slot is held', async () => {
+    for (const path of ['/v1/events?types=feedback.recieved', '/v1/events?types=feedback.received,agent_run.done', '/v1/events/stream?types=feedback.recieved']) {
+      const r = await call(server.url, 'GET', path, { auth: a.key })
+      expect({ path, status: r.status, code: r.body.error.code }).toEqual({ path, status: 400, code: 'invalid_body' })
+      expect(r.body.error.details.issues[0].path).toBe('/types')
+      expect(r.body.error.details.issues[0].message).toContain('feedback.received')
+    }
+    expect(server.services.events.openFor(a.keyId)).toBe(0)
+    // Known types, also repeated, still filter.
+    expect((await call(server.url, 'GET', '/v1/events?types=feedback.received,feedback.received', { auth: a.key })).status).toBe(200)
+  })
+
   test('needs an sk_ key', async () => {
     expect((await call(server.url, 'GET', '/v1/events')).status).toBe(401)
     expect((await call(server.url, 'GET', '/v1/events', { auth: a.pub })).status).toBe(401)

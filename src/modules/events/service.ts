@@ -3,7 +3,8 @@
  * app_not_found), the resume point (Last-Event-ID wins over `after`), the caps on open streams per
  * credential (FIXLOOP_SSE_STREAMS_PER_KEY) and per Org.
  */
-import { ApiError } from '../../core/errors'
+import { ApiError, invalidQuery } from '../../core/errors'
+import { isEventType, unknownEventTypesMessage } from '../../lifecycle/event-types'
 import type { AppsRepo } from '../apps/repo'
 import type { EventHub } from './hub'
 import { EVENTS_LIMIT_DEFAULT } from './model'
@@ -32,7 +33,18 @@ export interface EventQuery {
   appId?: string
 }
 
-const typesOf = (text: string | undefined) => (text ? [...new Set(text.split(','))] : undefined)
+/**
+ * The `types` filter's list. A name that is no event type is refused, as a webhook's and a Slack
+ * channel's filters refuse it: a typo (`feedback.recieved`) would otherwise match nothing, and a feed or
+ * stream that stays empty says nothing of why.
+ */
+function typesOf(text: string | undefined): string[] | undefined {
+  if (!text) return undefined
+  const list = [...new Set(text.split(','))]
+  const unknown = list.filter((e) => !isEventType(e))
+  if (unknown.length > 0) throw invalidQuery([{ path: '/types', message: unknownEventTypesMessage(unknown) }])
+  return list
+}
 
 /** Last-Event-ID wins over `after`: a reconnecting browser repeats the original URL. */
 function resumeFrom(header: string | null, after: number | undefined): number {
@@ -71,13 +83,15 @@ export function createEventsService(repo: EventsRepo, hub: EventHub, apps: AppsR
     async stream(orgId: string, keyId: string, q: Omit<EventQuery, 'limit'>, lastEventId: string | null, authorized?: () => Promise<boolean>): Promise<Response> {
       await checkApp(orgId, q.appId)
       const after = resumeFrom(lastEventId, q.after)
+      // Read before a stream slot is taken: a refused filter must not hold one.
+      const types = typesOf(q.types)
       const mine = openByKey.get(keyId) ?? 0
       if (mine >= streamsPerKey) throw tooManyStreams(streamsPerKey, 'key')
       if (hub.countFor(orgId) >= STREAMS_PER_ORG_MAX) throw tooManyStreams(STREAMS_PER_ORG_MAX, 'org')
       if (openTotal >= streamsMax) throw tooManyStreams(streamsMax, 'server')
       openByKey.set(keyId, mine + 1)
       openTotal++
-      return openEventStream(repo, hub, orgId, { after, types: typesOf(q.types), appId: q.appId }, authorized, () => {
+      return openEventStream(repo, hub, orgId, { after, types, appId: q.appId }, authorized, () => {
         openTotal--
         const n = (openByKey.get(keyId) ?? 1) - 1
         if (n > 0) openByKey.set(keyId, n)
