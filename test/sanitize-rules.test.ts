@@ -13,6 +13,7 @@ import { isPhoneShape } from '../src/sanitize/phone'
 import { previewStored, sanitizeReport, sanitizeStored } from '../src/sanitize/report'
 import { CREDENTIAL_RULES, RULES, sanitizeJson, sanitizeText, type RedactionCounts } from '../src/sanitize/sanitize'
 import { rulesFor } from '../src/sanitize/submitter'
+import { matcher, rule } from '../src/sanitize/rule'
 import { sanitizeUrl } from '../src/sanitize/url'
 import { B64URL, LOOK_ALIKES, SECRET_THEN_PROSE, T, TRUE_POSITIVES, prng, randomString } from './sanitize-fixtures'
 
@@ -249,6 +250,12 @@ describe('percent-encoded phone numbers', () => {
       expect(sanitizeText(out, {})).toBe(out)
     })
   }
+  test('a value the rules read ending on a decoded character is replaced with its whole escape, and one ending before an invisible character leaves it', () => {
+    // A rule of its own: what ends at a `+` read from `%2B`, or just before a zero-width space.
+    const plusEnd = rule({ name: 'probe', kind: 'pii', detect: matcher(/ab\+|cd(?=9)/) })
+    expect(sanitizeText('xab%2B1 y', {}, [plusEnd])).toBe('x[REDACTED:probe]1 y')
+    expect(sanitizeText('xc\u200Bd\u200B9', {}, [plusEnd])).toBe('x[REDACTED:probe]\u200B9')
+  })
 })
 
 describe('entropy floors and placeholders', () => {

@@ -130,9 +130,14 @@ export function applyRule(text: string, rule: Rule, counts: RedactionCounts, sca
   if (rule.mayMatch && !rule.mayMatch(scan)) return text
   const tokens = tokenSpans(text)
   // A start is where its first character is; an end is just past its last one (not past the invisible
-  // characters that follow it, which stay outside the replacement).
+  // characters that follow it, which stay outside the replacement; past the whole escape when that
+  // character was read decoded, a `%` in the text that is none in the scan).
   const startIn = (i: number): number => (at === undefined ? i : at[i])
-  const endIn = (i: number): number => (at === undefined || i === 0 ? i : at[i - 1] + 1)
+  const endIn = (i: number): number => {
+    if (at === undefined || i === 0) return i
+    const last = at[i - 1]
+    return last + (text.charCodeAt(last) === 37 && scan.charCodeAt(i - 1) !== 37 ? 3 : 1)
+  }
   let out = ''
   let last = 0
   for (const c of rule.detect(scan)) {
