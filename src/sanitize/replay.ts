@@ -2,7 +2,7 @@
  * Scrubs a session replay (rrweb's `eventWithTime[]`, docs/api.md "Session replay") with the report
  * text's rules: every string that can hold page text or a value (text nodes, attribute values, input
  * events, mutations, custom and plugin payloads, URLs' paths and queries) goes through `sanitizeText` /
- * `sanitizeUrl`, as a report's text does. The events keep their number, order, types and ids, so the
+ * `sanitizeUrl`, as a report's text does; stylesheets keep their CSS with its `url(…)`s and strings scrubbed. The events keep their number, order, types and ids, so the
  * result still plays.
  *
  * On top of the rules, what the App's replay mode promises is enforced here too (a widget could be old,
@@ -35,6 +35,8 @@ const STRUCTURE_KEYS = new Set(['tagName', 'type', 'id', 'parentId', 'nextId', '
 const VALUE_TAGS = new Set(['input', 'textarea', 'select', 'option'])
 
 const mask = (s: string) => s.replace(/\S/g, '*')
+/** A CSS `url(…)` (its target in group 2) or a quoted string (group 4). */
+const CSS_URL_OR_STRING = /url\(\s*(["']?)([^"')]*)\1\s*\)|(["'])((?:\\.|(?!\3)[^\\\n])*)\3/gi
 /**
  * Attributes that carry readable text: masked in `masked` mode, as the widget masks them
  * (widget/src/replay/privacy.ts TEXT_ATTRIBUTES). The server enforced only text nodes before: a recording
@@ -55,6 +57,16 @@ export function scrubReplayEvents(events: unknown[], masking: ReplayMasking): Re
   const valueIds = new Set<number>()
 
   const text = (s: string) => sanitizeText(s, counts)
+  /**
+   * A stylesheet's text is kept so the replay renders, but a page's CSS carries URLs too (a signed image
+   * URL, an avatar's path with a token in `background-image`): each `url(…)` is sanitized as a URL
+   * (`data:` ones stay, they are the page's fonts and icons) and each quoted string (`content: "…"`) as text.
+   */
+  const css = (s: string) =>
+    s.replace(CSS_URL_OR_STRING, (all, quote: string, url: string | undefined, strQuote: string, str: string | undefined) => {
+      if (url !== undefined) return /^\s*data:/i.test(url) ? all : `url(${quote}${sanitizeUrl(url, counts)}${quote})`
+      return `${strQuote}${text(str ?? '')}${strQuote}`
+    })
 
   /** A generic value: every string scrubbed, URL members as URLs, sensitive members replaced whole. */
   function scrubValue(value: unknown, key: string | undefined): unknown {
@@ -100,8 +112,9 @@ export function scrubReplayEvents(events: unknown[], masking: ReplayMasking): Re
       return
     }
     if (n.type === NODE_TEXT && typeof n.textContent === 'string') {
-      // A <style>'s text is CSS, not page text: left as it is so the replay renders.
-      if (!(parentIsStyle || n.isStyle === true)) n.textContent = masking === 'masked' ? mask(text(n.textContent)) : text(n.textContent)
+      // A <style>'s text is CSS, not page text: only its URLs and strings are scrubbed, so the replay renders.
+      if (parentIsStyle || n.isStyle === true) n.textContent = css(n.textContent)
+      else n.textContent = masking === 'masked' ? mask(text(n.textContent)) : text(n.textContent)
       return
     }
     for (const k of Object.keys(n)) n[k] = k === 'childNodes' ? n[k] : scrubValue(n[k], k)
@@ -113,7 +126,10 @@ export function scrubReplayEvents(events: unknown[], masking: ReplayMasking): Re
     for (const k of Object.keys(attrs)) {
       const v = attrs[k]
       if (typeof v !== 'string') continue
-      if (isStyle && k === '_cssText') continue
+      if (isStyle && k === '_cssText') {
+        attrs[k] = css(v)
+        continue
+      }
       if (masking === 'masked') {
         // Pixels are page content too: a canvas's or an inlined image's data: URL is not kept (the widget
         // blocks images in this mode); the text attributes are masked like text nodes.

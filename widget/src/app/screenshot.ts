@@ -1,6 +1,7 @@
 /**
  * The screenshot chain. DOM render by default (modern-screenshot, bundled in this lazily loaded file):
- * fixloop's own element left out, password inputs and [data-fixloop-mask] elements blacked out.
+ * fixloop's own element left out, password inputs and the elements marked private ([data-fixloop-mask], and the
+ * session replay's classes fixloop-mask and fixloop-block) blacked out, in open shadow roots too.
  * getDisplayMedia when the user asks for it and the context allows; a file input as the last resort.
  */
 import { createContext, destroyContext, domToCanvas } from 'modern-screenshot'
@@ -15,10 +16,20 @@ export interface PageShot {
   viewportH: number
 }
 
-const MASKED = 'input[type="password"], [data-fixloop-mask]'
+// The replay's markers too: a customer who marked an element private for one means it for both.
+const MASKED = 'input[type="password"], [data-fixloop-mask], .fixloop-mask, .fixloop-block'
 
+/** The masked elements of the page and of every open shadow root in it (the renderer draws those too). */
 function maskRects(): DOMRect[] {
-  return queryAll(MASKED).map((el) => el.getBoundingClientRect())
+  const found = queryAll(MASKED)
+  const roots = queryAll('*').filter((el) => el.shadowRoot).map((el) => el.shadowRoot!)
+  for (let i = 0; i < roots.length; i++) {
+    for (const el of roots[i].querySelectorAll('*')) {
+      if (el.matches(MASKED)) found.push(el)
+      if (el.shadowRoot) roots.push(el.shadowRoot)
+    }
+  }
+  return found.map((el) => el.getBoundingClientRect())
 }
 
 /**

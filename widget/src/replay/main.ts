@@ -10,6 +10,7 @@ import { ReplayBuffer, type TimedEvent } from './buffer'
 import { contextEvents, pack } from './pack'
 import { maskEventAttributes, recordOptions } from './privacy'
 import { ownEventsFilter } from './own'
+import { privateMasker } from './private'
 
 /** The hard cap on the recording kept in memory (estimated serialized bytes). */
 export const MAX_MEMORY_BYTES = 10 * 1024 * 1024
@@ -22,6 +23,7 @@ function startRecorder(settings: ReplaySettings, host: Element, memoryBytes?: nu
   const masked = settings.mode === 'masked'
   let markAt: number | undefined
   const ownEvents = ownEventsFilter(host, record.mirror)
+  const maskPrivate = privateMasker(record.mirror)
   const stop = record({
     ...recordOptions(settings.mode),
     // A full snapshot every half window (at most 30 s): a segment older than the window can go.
@@ -29,6 +31,7 @@ function startRecorder(settings: ReplaySettings, host: Element, memoryBytes?: nu
     emit(event) {
       const e = ownEvents(event as unknown as TimedEvent)
       if (!e) return
+      maskPrivate(e)
       if (masked) maskEventAttributes(e)
       buffer.push(e)
     },

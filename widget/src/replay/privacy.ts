@@ -2,7 +2,8 @@
  * What each replay mode records (CONTRACT.md "Session replay"). Every mode: every input value is masked
  * (by tag: input, textarea and select of any type, hidden and unknown types too, so a password field shown
  * as text by a "show password" toggle is still masked; passwords are masked by type besides), elements with class "fixloop-block" and the widget's own
- * <fixloop-widget> are blocked (a placeholder of the same size), text under "fixloop-mask" is masked.
+ * <fixloop-widget> are blocked (a placeholder of the same size), text under "fixloop-mask" or data-fixloop-mask
+ * (the screenshot's marker) is masked (and their attributes, shadow trees included: private.ts).
  * "inputs" records the page's text (contenteditable text is input: masked). "masked" masks every text
  * node and the text-bearing attributes (title, alt, placeholder, aria-label…), and blocks images, video,
  * canvas, iframes and embedded objects.
@@ -27,7 +28,7 @@ export function recordOptions(mode: 'masked' | 'inputs') {
     maskInputOptions: { input: true, textarea: true, select: true, password: true, hidden: true } as Record<string, boolean>,
     maskInputFn: maskInput,
     maskTextClass: 'fixloop-mask',
-    maskTextSelector: mode === 'masked' ? '*' : '[contenteditable],[contenteditable] *',
+    maskTextSelector: mode === 'masked' ? '*' : '[data-fixloop-mask],[data-fixloop-mask] *,[contenteditable],[contenteditable] *',
     blockClass: 'fixloop-block',
     blockSelector: mode === 'masked' ? `${ALWAYS_BLOCKED},${MEDIA}` : ALWAYS_BLOCKED,
     // Canvas pixels and inlined images would carry page content as data: URLs: never recorded.
