@@ -28,6 +28,8 @@ const BODY = `
   </div>
   <p id="cblock" class="fixloop-block" style="${GREEN}">Pumpernickel blocked</p>
   <priv-card id="card" class="fixloop-mask" style="${GREEN}"></priv-card>
+  <input id="ccnum" autocomplete="cc-number" value="4111 1111 1111 1111" style="${GREEN}">
+  <input id="otp" autocomplete="one-time-code" value="482913" style="${GREEN}">
   <style>.avatar{background-image:url("https://cdn.example.com/a.png?token=KestrelSecretValue123")}</style>
   <div class="avatar">Avatar</div>
 </main>
@@ -35,7 +37,7 @@ const BODY = `
 customElements.define('priv-card', class extends HTMLElement { constructor() { super(); this.attachShadow({ mode: 'open' }).innerHTML = '<p>Ocelot shadow</p>' } })
 </script>`
 
-const MARKED = ['dmask', 'cmask', 'cblock', 'card']
+const MARKED = ['dmask', 'cmask', 'cblock', 'card', 'ccnum', 'otp']
 
 interface Recorded {
   /** The stored replay's JSON text, as the server serves it after its scrub. */
@@ -112,6 +114,6 @@ test("replay: a stylesheet's url() keeps no token (the server scrubs CSS URLs, t
   expect(recorded.replay).toContain('https://cdn.example.com/a.png?token=')
 })
 
-test('screenshot: fixloop-mask and fixloop-block elements are blacked out as data-fixloop-mask ones are', () => {
+test('screenshot: fixloop-mask and fixloop-block elements are blacked out as data-fixloop-mask ones are, and so are card-number and one-time-code inputs', () => {
   expect(recorded.pixels).toEqual(Object.fromEntries(MARKED.map((id) => [id, [0, 0, 0, 255]])))
 })

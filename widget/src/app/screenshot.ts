@@ -1,7 +1,8 @@
 /**
  * The screenshot chain. DOM render by default (modern-screenshot, bundled in this lazily loaded file):
- * fixloop's own element left out, password inputs and the elements marked private ([data-fixloop-mask], and the
- * session replay's classes fixloop-mask and fixloop-block) blacked out, in open shadow roots too.
+ * fixloop's own element left out, password inputs, card-number, security-code, expiry and one-time-code inputs
+ * (by their autocomplete token) and the elements marked private ([data-fixloop-mask], and the session
+ * replay's classes fixloop-mask and fixloop-block) blacked out, in open shadow roots too.
  * getDisplayMedia when the user asks for it and the context allows; a file input as the last resort.
  */
 import { createContext, destroyContext, domToCanvas } from 'modern-screenshot'
@@ -16,8 +17,16 @@ export interface PageShot {
   viewportH: number
 }
 
-// The replay's markers too: a customer who marked an element private for one means it for both.
-const MASKED = 'input[type="password"], [data-fixloop-mask], .fixloop-mask, .fixloop-block'
+// The replay's markers too: a customer who marked an element private for one means it for both. Fields
+// the page names card data or a one-time code (their `autocomplete` token) are blacked out like passwords:
+// pixels cannot be scrubbed on the server, and the replay masks those inputs already.
+const MASKED = [
+  'input[type="password"]',
+  '[data-fixloop-mask]',
+  '.fixloop-mask',
+  '.fixloop-block',
+  ...['cc-number', 'cc-csc', 'cc-exp', 'cc-exp-month', 'cc-exp-year', 'one-time-code'].map((token) => `input[autocomplete~="${token}" i]`),
+].join(', ')
 
 /** The masked elements of the page and of every open shadow root in it (the renderer draws those too). */
 function maskRects(): DOMRect[] {
