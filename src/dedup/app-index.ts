@@ -258,19 +258,36 @@ export class AppIndex {
     return newest !== undefined && newest !== slot && this.docs.aliveFlags[newest] ? Math.min(gap, Math.abs(at - this.arrivedAt[newest])) : gap
   }
 
-  /** Whether the App's duplicates arrive close together: 0 (no telling) to 1 (arrival-locality.ts). */
-  /** How many indexed reports hold `word` (a specific identifier is rare when few do: shared-identifier.ts). */
   /** A word's IDF in the App right now (a word no report holds: the highest, as in `nearest`). */
   wordIdf(word: string): number {
     const tid = this.termIds.get(word)
     return tid === undefined ? this.unseenIdf() : this.idf(tid)
   }
 
+  /**
+   * Which of `words` the indexed report `id` holds anywhere in its text, title or body (same order);
+   * undefined when the index does not hold the report.
+   */
+  holds(id: string, words: readonly string[]): boolean[] | undefined {
+    const slot = this.slotOf.get(id)
+    if (slot === undefined) return undefined
+    const wanted = words.map((w) => this.termIds.get(w) ?? -1)
+    const held = words.map(() => false)
+    const terms = this.docs.terms
+    for (let i = this.docs.termsStart(slot), end = this.docs.termsEnd(slot); i < end; i++) {
+      const k = wanted.indexOf(terms[i])
+      if (k !== -1) held[k] = true
+    }
+    return held
+  }
+
+  /** How many indexed reports hold `word` (a specific identifier is rare when few do: shared-identifier.ts). */
   reportsHolding(word: string): number {
     const tid = this.termIds.get(word)
     return tid === undefined ? 0 : this.df[tid]
   }
 
+  /** Whether the App's duplicates arrive close together: 0 (no telling) to 1 (arrival-locality.ts). */
   get arrivalLocality(): number {
     return this.locality.strength
   }

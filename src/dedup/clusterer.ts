@@ -12,6 +12,7 @@ import { APP_GRAMS_MIN_DOCS, blend, combine, DEFAULT_BLEND } from './rerank'
 import { densityOf, NEIGHBOURHOOD_SHORTLIST, RESCALED_CANDIDATES, scaledScore } from './neighbourhood'
 import { LONG_AGO_LOCALITY, longAgoBlock, recencyBonus } from './arrival-locality'
 import { SIMILAR_TITLE_WEIGHT, titleCosine, titleWords } from './title-cosine'
+import { containment, heldIn, SIMILAR_CONTAINMENT_WEIGHT } from './title-containment'
 import { calibrate, inputOf, shownLocality, snapshotOf, type CalibrationInput, type CalibrationSnapshot } from './calibrate'
 import { learnedFor, lessonOf, NO_LESSON, raiseAfterUnmerge, type Decision, type Lesson } from './learn'
 import { confirmOnLead, decideOnScore, strongEnough, veto, type CandidateView, type PairContext, type Thresholds } from './decide'
@@ -711,10 +712,16 @@ export function createClusterer(reads: ClusterReads, baseThresholds: Thresholds)
       const index = indexFor(r.app_id)
       // Below APP_GRAMS_MIN_DOCS the order is the blended score's, whose scale densities were not measured on.
       const scored = appOrder ? scaledByNeighbourhood(r.app_id, index, r.id, ranked) : ranked.map((c) => ({ c, score: c.rankScore }))
-      // Two titles in the same words rank a little higher (title-cosine.ts).
+      // Two titles in the same words rank a little higher (title-cosine.ts), and so does a report that says
+      // what the other's title says, anywhere in its text (title-containment.ts).
       const words = titleWords(title)
       const idf = (word: string): number => index.wordIdf(word)
-      for (const s of scored) s.score += SIMILAR_TITLE_WEIGHT * titleCosine(words, titleWords(s.c.features.title), idf)
+      for (const s of scored) {
+        const other = titleWords(s.c.features.title)
+        const theirs = containment(words, index.holds(s.c.id, words) ?? heldIn(s.c.text, words), idf)
+        const ours = containment(other, index.holds(r.id, other) ?? heldIn(r.text, other), idf)
+        s.score += SIMILAR_TITLE_WEIGHT * titleCosine(words, other, idf) + SIMILAR_CONTAINMENT_WEIGHT * Math.max(theirs, ours)
+      }
       // Where the App's duplicates come in bursts, a candidate that arrived close to the report moves up (arrival-locality.ts).
       const locality = index.arrivalLocality
       if (locality > 0) for (const s of scored) s.score += recencyBonus(index.arrivalGap(r.id, s.c.id), locality)
