@@ -167,7 +167,13 @@ async function main(): Promise<void> {
         log(`${count} node(s) event_counters reads (issue 38.4): intake ${perReport(intakeCounterReads.sums, requests)} SUM + ${perReport(intakeCounterReads.scans, requests)} scans per submitted report; drain ${perReport(drainCounterReads.sums, processed)} SUM + ${perReport(drainCounterReads.scans, processed)} scans per processed report`)
         const drainStatements = top.rows.reduce((n, r) => n + Number(r.calls), 0)
         log(`${count} node(s) drain: ~${(drainStatements / processed).toFixed(1)} statements per processed report (top 14):`)
-        for (const r of top.rows) log(`  ${(Number(r.calls) / processed).toFixed(2)}  ${r.query.replace(/\s+/g, ' ').slice(0, 130)}`)
+        for (const r of top.rows) log(`  ${(Number(r.calls) / processed).toFixed(3)}  ${r.query.replace(/\s+/g, ' ').slice(0, 130)}`)
+        // Every statement of the drain but this loop's backlog reads, and intake's per second (a per-report
+        // figure for intake also moves with the rate: the nodes' background statements are per second).
+        const drainAll = Number(
+          (await db.query(`SELECT COALESCE(sum(calls), 0) AS n FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT LIKE 'SELECT count(*) AS n FROM jobs%'`)).rows[0].n,
+        )
+        log(`${count} node(s) drain: ${(drainAll / processed).toFixed(3)} statements per processed report in all; intake: ${(statements / intake.seconds).toFixed(0)} statements/s`)
         const row: Row = { nodes: count, intake, drain, redisPerReport: (redis1 - redis0) / Math.max(1, requests), pgPerReport: statements / Math.max(1, requests), load }
         rows.push(row)
         log(`${count} node(s): ${intake.rps.toFixed(0)} req/s (p99 ${intake.p99Ms.toFixed(1)} ms, errors ${intake.errors}), drain ${drain.rate.toFixed(0)} reports/s (${backlog} in ${seconds.toFixed(1)} s, ${left} left), ${row.redisPerReport.toFixed(2)} Redis and ${row.pgPerReport.toFixed(2)} PostgreSQL round trips per report; ${load}`)

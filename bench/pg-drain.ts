@@ -9,7 +9,8 @@
  * Prints `PG_DRAIN {...}`: reports, seconds, reports/s, CPU seconds of this process and of PostgreSQL's
  * processes (every `postgres` process on the machine: run it on a quiet one), statements per
  * processed report (every statement PostgreSQL ran during the drain, BEGIN/COMMIT included), the busiest
- * statements, the clusters made; then `EMBEDDED {...}` and the ratio PostgreSQL / embedded.
+ * statements by calls and by execution time (pg_stat_statements), the clusters made; then `EMBEDDED {...}`
+ * and the ratio PostgreSQL / embedded.
  *
  * Usage: bun bench/pg-drain.ts [N=20000] [MAX_SECONDS=120]
  * Env: DRAIN_CORPUS=1 (the labelled corpora's long varied reports instead of the widget burst: see
@@ -79,6 +80,11 @@ try {
     log(`${start} reports queued; draining`)
     const worker = server.services.processingWorker
     if (!worker) throw new Error('no processing worker in PostgreSQL mode')
+    // The worker claims only the Apps of the partitions its node holds (src/nodes/partitions.ts), and the
+    // server takes none with its workers off: this node takes them all (alone, its share is every one).
+    const partitions = server.services.partitions
+    await partitions?.start()
+    while (partitions && partitions.partitions().length === 0) await Bun.sleep(50)
     await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements')
     await db.query('SELECT pg_stat_statements_reset()')
     const cpu0 = process.cpuUsage()
@@ -115,6 +121,10 @@ try {
     }
     process.stdout.write(`PG_DRAIN ${JSON.stringify(result)}\n`)
     for (const r of top) process.stdout.write(`  ${(Number(r.calls) / Math.max(1, done)).toFixed(4)}/report  ${r.query}\n`)
+    // Where PostgreSQL's time went: a statement whose plan turned into a scan shows here first (a count does not move).
+    const slowest = (await db.query(`SELECT calls, total_exec_time AS ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 100) AS query FROM pg_stat_statements WHERE dbid = ${dbid} AND ${own} ORDER BY total_exec_time DESC LIMIT 10`)).rows
+    process.stdout.write('PostgreSQL execution time, busiest statements:\n')
+    for (const r of slowest) process.stdout.write(`  ${(Number(r.ms) / Math.max(1, done)).toFixed(4)} ms/report  ${(Number(r.ms) / Number(r.calls)).toFixed(2)} ms x ${r.calls}  ${r.query}\n`)
     await db.end()
     await server.stop()
     if (process.env.PG_DRAIN_EMBEDDED !== '0') {
