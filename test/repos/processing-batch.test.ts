@@ -15,6 +15,7 @@ import { Worker } from '../../src/worker/loop'
 import { Logger } from '../../src/core/logger'
 import { seedOrgApp, sql } from './store-fixtures'
 import type { PgStore } from '../../src/db/pg/store'
+import { FINISH_JOBS } from '../../src/db/pg/lifecycle-batch'
 
 const TEXTS = [
   'The checkout button does nothing when I click it on the payment page.',
@@ -186,6 +187,25 @@ describe('a batch cut off mid-write (PostgreSQL)', () => {
     expect(b.rows).toEqual(a.rows)
     expect(b.events).toEqual(a.events)
     expect(b.jobs).toEqual(a.jobs)
+  })
+})
+
+/**
+ * The batch's job deletion joins the jobs to (id, owner) pairs so a stalled node's batch is refused: with the
+ * join alone, ~20k queued jobs were planned as a hash join over a sequential scan of all of them, each batch.
+ */
+describe('the batch deletes its jobs by index (PostgreSQL)', () => {
+  test('256 jobs of a 20k backlog: an index probe, no scan of the queue', async () => {
+    const s = await freshStore('pg')
+    await sql(s, `INSERT INTO jobs (kind, feedback_id, app_id, run_after, created_at, lease_until, lease_owner)
+      SELECT 'process', 'f' || g, 'a1', g, g, g + 60000, 'n1:processing' FROM generate_series(1, 20000) g`)
+    await sql(s, 'VACUUM ANALYZE jobs')
+    const ids = (await sql<{ id: string }>(s, 'SELECT id FROM jobs ORDER BY id LIMIT 256')).map((r) => r.id)
+    if (s.storage.dialect !== 'pg') throw new Error('a PostgreSQL store was expected')
+    const plan = await s.storage.pool.query(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) ${FINISH_JOBS}`, [ids, ids.map(() => 'n1:processing')])
+    const text = plan.rows.map((r: Record<string, string>) => r['QUERY PLAN']).join('\n')
+    expect(text).not.toContain('Seq Scan on jobs')
+    expect(text).toContain('jobs_pkey')
   })
 })
 
