@@ -14,6 +14,7 @@ import { previewStored, sanitizeReport, sanitizeStored } from '../src/sanitize/r
 import { CREDENTIAL_RULES, RULES, sanitizeJson, sanitizeText, type RedactionCounts } from '../src/sanitize/sanitize'
 import { rulesFor } from '../src/sanitize/submitter'
 import { matcher, rule } from '../src/sanitize/rule'
+import { INVISIBLE, isInvisible } from '../src/sanitize/invisible'
 import { sanitizeUrl } from '../src/sanitize/url'
 import { B64URL, LOOK_ALIKES, SECRET_THEN_PROSE, T, TRUE_POSITIVES, prng, randomString } from './sanitize-fixtures'
 
@@ -219,6 +220,12 @@ describe('invisible characters inside a value', () => {
       expect(sanitizeText(out, {})).toBe(out)
     })
   }
+
+  test('the scan of a text and the offset map read the same set of invisible characters', () => {
+    const differ: number[] = []
+    for (let code = 0; code < 0x10000; code++) if (INVISIBLE.test(String.fromCharCode(code)) !== isInvisible(code)) differ.push(code)
+    expect(differ).toEqual([])
+  })
 
   test('a JSON key with an invisible character inside a sensitive name is still that name', () => {
     const counts: RedactionCounts = {}

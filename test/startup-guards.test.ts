@@ -13,6 +13,14 @@ import { lockDataDir } from '../src/db/data-dir-lock'
 import { MIGRATIONS } from '../src/db/migrations'
 import { applyMigrations } from '../src/db/sqlite/migrate'
 
+/** A complete S3 setting (a bucket, keys), with `overrides` on top. */
+const s3Settings = (overrides: Record<string, string>): Record<string, string> => ({
+  FIXLOOP_S3_BUCKET: 'fixloop',
+  FIXLOOP_S3_ACCESS_KEY: 'minio',
+  FIXLOOP_S3_SECRET_KEY: 'minio-secret',
+  ...overrides,
+})
+
 test('a second serve on a busy port exits 2 and the first keeps its traffic', async () => {
   ensureBinary()
   const first = await spawnServer(tempDir())
@@ -235,7 +243,7 @@ test.each([['127.0.0.1:9000'], ['minio:9000'], ['ftp://minio.internal:9000']])(
   'FIXLOOP_S3_ENDPOINT=%s (no http(s) scheme) is refused with exit 2 naming it, not a stack trace (serve) or a connection to nothing',
   async (endpoint) => {
     ensureBinary()
-    const s3 = { FIXLOOP_S3_ENDPOINT: endpoint, FIXLOOP_S3_BUCKET: 'fixloop', FIXLOOP_S3_ACCESS_KEY: 'minio', FIXLOOP_S3_SECRET_KEY: 'minio-secret' }
+    const s3 = s3Settings({ FIXLOOP_S3_ENDPOINT: endpoint })
     const root = tempDir()
     const serve = await serveExpectingExit(join(root, 'data'), [], s3)
     expect(serve.code).toBe(2)
@@ -255,7 +263,7 @@ test.each([
   ['http://minio:minio-secret@127.0.0.1:9000', 'FIXLOOP_S3_ACCESS_KEY and FIXLOOP_S3_SECRET_KEY'],
 ])('FIXLOOP_S3_ENDPOINT=%s (more than scheme, host and port) is refused with exit 2, not dropped in part', async (endpoint, says) => {
   ensureBinary()
-  const s3 = { FIXLOOP_S3_ENDPOINT: endpoint, FIXLOOP_S3_BUCKET: 'fixloop', FIXLOOP_S3_ACCESS_KEY: 'minio', FIXLOOP_S3_SECRET_KEY: 'minio-secret' }
+  const s3 = s3Settings({ FIXLOOP_S3_ENDPOINT: endpoint })
   const root = tempDir()
   const serve = await serveExpectingExit(join(root, 'data'), [], s3)
   expect(serve.code).toBe(2)
@@ -282,7 +290,7 @@ test('FIXLOOP_PUBLIC_URL with a user name and password is refused with exit 2 (b
 test('a FIXLOOP_S3_BUCKET that is no bucket name is named as such, not as a bucket that cannot be reached', async () => {
   ensureBinary()
   const root = tempDir()
-  const s3 = { FIXLOOP_S3_ENDPOINT: 'http://127.0.0.1:1', FIXLOOP_S3_BUCKET: 'My_Bucket', FIXLOOP_S3_ACCESS_KEY: 'minio', FIXLOOP_S3_SECRET_KEY: 'minio-secret' }
+  const s3 = s3Settings({ FIXLOOP_S3_ENDPOINT: 'http://127.0.0.1:1', FIXLOOP_S3_BUCKET: 'My_Bucket' })
   const serve = await serveExpectingExit(join(root, 'data'), [], s3)
   expect(serve.code).toBe(2)
   expect(serve.stderr).toContain('FIXLOOP_S3_BUCKET: "My_Bucket" is not a bucket name (3 to 63 lowercase letters, digits, dots and hyphens')
@@ -293,7 +301,7 @@ test('a FIXLOOP_S3_BUCKET that is no bucket name is named as such, not as a buck
 test('an http(s) FIXLOOP_S3_ENDPOINT the S3 client refuses to be built on (an IPv6 literal) exits 2 naming the variable, not 1 with a stack', async () => {
   ensureBinary()
   const root = tempDir()
-  const s3 = { FIXLOOP_S3_ENDPOINT: 'http://[::1]:9000', FIXLOOP_S3_BUCKET: 'fixloop', FIXLOOP_S3_ACCESS_KEY: 'minio', FIXLOOP_S3_SECRET_KEY: 'minio-secret' }
+  const s3 = s3Settings({ FIXLOOP_S3_ENDPOINT: 'http://[::1]:9000' })
   const serve = await serveExpectingExit(join(root, 'data'), [], s3)
   expect(serve.code).toBe(2)
   expect(serve.stderr).toContain('FIXLOOP_S3_ENDPOINT')
