@@ -148,7 +148,12 @@ describe.skipIf(!!BROWSER_SKIP)('step-up re-authentication at the identity provi
     await page.getByRole('button', { name: 'Reveal' }).click()
     // The dialog's own button (the repository form behind it has one too, named for its action).
     const confirm = page.getByRole('dialog').getByRole('button', { name: `Confirm with 127.0.0.1:${new URL(idp.issuer).port}`, exact: true })
-    await confirm.waitFor()
+    // What the page showed instead, should the button never come (a CI run at five parallel files once
+    // waited 30 s for it): the dialog's text, or the main area's when no dialog opened.
+    await confirm.waitFor().catch(async (e: Error) => {
+      const shown = (await page.getByRole('dialog').count()) > 0 ? await page.getByRole('dialog').innerText() : await page.locator('main').innerText().catch(() => '(no main)')
+      throw new Error(`${e.message}\nthe page showed: ${shown.slice(0, 1000)}`)
+    })
     // No password to type: no password field, and the dialog's Reveal waits for the confirmation.
     expect(await page.locator('#reveal-password').count()).toBe(0)
     expect(await page.getByRole('dialog').getByRole('button', { name: 'Reveal' }).isDisabled()).toBe(true)
