@@ -33,6 +33,12 @@ export interface TestIdp {
   clockOffsetMs: number
   /** Token requests (code redemptions) the provider was sent. */
   tokenRequests: number
+  /**
+   * Closes, unanswered, a connection that brings a second back-channel request (discovery, token, JWKS:
+   * what the relying party fetches): a provider or proxy whose idle timeout ended a kept-alive connection
+   * as the client sent its next request down it. The browser's requests are left alone.
+   */
+  dropReusedBackChannel: boolean
   close(): Promise<void>
 }
 
@@ -95,7 +101,7 @@ export async function startIdp(redirectUri: string, options: { endSession?: bool
   // Quiet: a refused code or a bad request is what several tests are about.
   provider.on('server_error', () => {})
   const handle = provider.callback()
-  const idp: TestIdp = { issuer, clientId, clientSecret, tamper: undefined, forgeSignature: false, clockOffsetMs: 0, tokenRequests: 0, close: async () => {} }
+  const idp: TestIdp = { issuer, clientId, clientSecret, tamper: undefined, forgeSignature: false, clockOffsetMs: 0, tokenRequests: 0, dropReusedBackChannel: false, close: async () => {} }
   // Date.now is this process's, shared with the test files a `bun test --no-isolate` worker runs after
   // this one: a response whose 'finish' or 'close' never came left it shifted, and restored later (its
   // socket closing) it jumped under another file's deadlines (a CI run's agent-outage saw its 30 s wait
@@ -111,7 +117,11 @@ export async function startIdp(redirectUri: string, options: { endSession?: bool
     enumerable: true,
   })
 
+  const usedSockets = new WeakSet<object>()
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const reused = usedSockets.has(req.socket)
+    usedSockets.add(req.socket)
+    if (idp.dropReusedBackChannel && reused && /^\/(\.well-known\/|token|jwks)/.test(req.url ?? '')) return void req.socket.destroy()
     const offset = idp.clockOffsetMs
     if (offset !== 0) {
       // oidc-provider reads Date.now() for every time it writes (the session's login time, iat, exp).

@@ -61,6 +61,15 @@ export class SsoError extends Error {
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]'])
 
+/**
+ * Every call to the provider on a connection of its own. Sign-ins are minutes apart, and a provider (or
+ * the proxy before it) closes an idle kept-alive connection after a few seconds (Node's http server: 5 s):
+ * fetch's pool then sent the token request down a connection the other side had just closed, the request
+ * failed with ECONNRESET and the admin saw "The identity provider could not be reached" (502) on a healthy
+ * provider. A new connection per call costs one handshake per sign-in step, nothing anyone waits for.
+ */
+const onFreshConnection: oidc.CustomFetch = (url, options) => fetch(url, { ...options, keepalive: false } as RequestInit)
+
 export function createOidcRelyingParty(sso: SsoConfig, clock: Clock) {
   let cached: { config: Promise<oidc.Configuration>; at: number } | undefined
 
@@ -75,6 +84,8 @@ export function createOidcRelyingParty(sso: SsoConfig, clock: Clock) {
       // endpoint's TLS alone; CONTRACT.md asks for the signature, and plain http on localhost has no TLS.
       execute: insecure ? [oidc.allowInsecureRequests, oidc.enableNonRepudiationChecks] : [oidc.enableNonRepudiationChecks],
       timeout: DISCOVERY_TIMEOUT_S,
+      // Kept by the configuration for its later calls (token, JWKS) too.
+      [oidc.customFetch]: onFreshConnection,
     })
     const entry = { config, at: clock.now() }
     cached = entry
