@@ -7,6 +7,7 @@ import { readFileSync, realpathSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { ALWAYS_SHOWN } from './core/sandbox-shown'
 import { PASSWORD_HASH_MIB_DEFAULT, PASSWORD_HASH_MIB_MAX, PASSWORD_HASH_MIB_MIN } from './core/password-cost'
+import { OUTBOUND_TIMEOUT_MS_DEFAULT, OUTBOUND_TIMEOUT_SECONDS_MAX, OUTBOUND_TIMEOUT_SECONDS_MIN } from './core/outbound-deadline'
 
 export interface S3Config {
   endpoint: string
@@ -64,6 +65,11 @@ export interface Config {
   trackerAllowPrivate: boolean
   /** FIXLOOP_GIT_HOST_ALLOW_PRIVATE (on unless 0): git-host API URLs (pull requests) may resolve to private and loopback addresses (a git host inside the network). */
   gitHostAllowPrivate: boolean
+  /**
+   * FIXLOOP_OUTBOUND_TIMEOUT (seconds, default 15) in ms: the deadline of each call to an issue tracker's or
+   * a git host's API (Jira Cloud and Linear a third longer, opening a pull request twice it: core/outbound-deadline.ts).
+   */
+  outboundTimeoutMs: number
   /** Review iterations per pull request at most (FIXLOOP_REVIEW_ITERATIONS_MAX, default 3; 0: none). */
   reviewIterationsMax: number
   /** Names of extra environment variables passed to agent commands (e.g. a proxy or API base URL). */
@@ -172,10 +178,10 @@ function parseInRange(text: string, source: string, min: number, max: number): n
   return n
 }
 
-/** A whole number in [`min`, `max`]; out of range is refused. */
-function parseWholeInRange(text: string, source: string, min: number, max: number): number {
+/** A whole number in [`min`, `max`]; out of range is refused. `unit` names what is counted when the name does not ("seconds"). */
+function parseWholeInRange(text: string, source: string, min: number, max: number, unit?: string): number {
   const n = Number(text)
-  if (!Number.isSafeInteger(n) || n < min || n > max) throw new ConfigError(`${source}: must be a whole number from ${min} to ${max}, got "${text}"`)
+  if (!Number.isSafeInteger(n) || n < min || n > max) throw new ConfigError(`${source}: must be a whole number${unit ? ` of ${unit}` : ''} from ${min} to ${max}, got "${text}"`)
   return n
 }
 
@@ -448,6 +454,9 @@ export function loadConfig(flags: ConfigFlags, env: Env = process.env): Readonly
     trackerPollMinutes: env.FIXLOOP_TRACKER_POLL_MINUTES ? parseMinutesOrOff(env.FIXLOOP_TRACKER_POLL_MINUTES, 'FIXLOOP_TRACKER_POLL_MINUTES', 24 * 60) : 10,
     trackerAllowPrivate: env.FIXLOOP_TRACKER_ALLOW_PRIVATE ? parseBool(env.FIXLOOP_TRACKER_ALLOW_PRIVATE, 'FIXLOOP_TRACKER_ALLOW_PRIVATE') : false,
     gitHostAllowPrivate: env.FIXLOOP_GIT_HOST_ALLOW_PRIVATE ? parseBool(env.FIXLOOP_GIT_HOST_ALLOW_PRIVATE, 'FIXLOOP_GIT_HOST_ALLOW_PRIVATE') : true,
+    outboundTimeoutMs: env.FIXLOOP_OUTBOUND_TIMEOUT
+      ? parseWholeInRange(env.FIXLOOP_OUTBOUND_TIMEOUT, 'FIXLOOP_OUTBOUND_TIMEOUT', OUTBOUND_TIMEOUT_SECONDS_MIN, OUTBOUND_TIMEOUT_SECONDS_MAX, 'seconds') * 1000
+      : OUTBOUND_TIMEOUT_MS_DEFAULT,
     prPollMinutes: env.FIXLOOP_PR_POLL_MINUTES ? parseMinutesOrOff(env.FIXLOOP_PR_POLL_MINUTES, 'FIXLOOP_PR_POLL_MINUTES', 24 * 60) : 10,
     reviewIterationsMax: env.FIXLOOP_REVIEW_ITERATIONS_MAX ? parseMinutesOrOff(env.FIXLOOP_REVIEW_ITERATIONS_MAX, 'FIXLOOP_REVIEW_ITERATIONS_MAX', 100) : 3,
     agentPassEnv: agentEnvNames(env.FIXLOOP_AGENT_ENV),

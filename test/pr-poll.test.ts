@@ -13,6 +13,7 @@ import { tempDir } from './harness'
 import { git, makeBareRepo, pushCommit } from './git-fixtures'
 import { startGitHostStub, type GitHostKind, type GitHostStub } from './git-host-stub'
 import { openPullRequest } from '../src/agent/hosts'
+import { OUTBOUND_TIMEOUT_MS_DEFAULT } from '../src/core/outbound-deadline'
 import { CLOSED_PR_POLL_MS } from '../src/modules/git-hooks/repo'
 import { createPollPullRequestsStep } from '../src/worker/steps/poll-pull-requests'
 import type { RepoConnection } from '../src/modules/connections/service'
@@ -60,7 +61,7 @@ describeEachDialect('pull request polling', (fresh) => {
       await seedOrgApp(s)
       const lifecycle = s.store.lifecycle
       const hooks = s.store.gitHooks
-      const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection(kind, appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000, gitHostAllowPrivate: true })
+      const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection(kind, appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000, gitHostAllowPrivate: true, outboundTimeoutMs: OUTBOUND_TIMEOUT_MS_DEFAULT })
       const merged = await openedReport(s, kind, `${kind}-m`)
       const closed = await openedReport(s, kind, `${kind}-c`)
       const open = await openedReport(s, kind, `${kind}-o`)
@@ -85,7 +86,7 @@ describeEachDialect('pull request polling', (fresh) => {
     const lifecycle = s.store.lifecycle
     const hooks = s.store.gitHooks
     // a1's host is GitHub (it throttles), a2's is Gitea: every App's host is its Org's choice.
-    const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection(appId === 'a1' ? 'github' : 'gitea', appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000, gitHostAllowPrivate: true })
+    const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection(appId === 'a1' ? 'github' : 'gitea', appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000, gitHostAllowPrivate: true, outboundTimeoutMs: OUTBOUND_TIMEOUT_MS_DEFAULT })
     const a = await openedReport(s, 'github', 'thr-a', 'a1')
     const a2 = await openedReport(s, 'github', 'thr-a2', 'a1')
     const b = await openedReport(s, 'gitea', 'thr-b', 'a2')
@@ -120,7 +121,7 @@ describeEachDialect('pull request polling', (fresh) => {
     const hanging = Bun.serve({ hostname: '127.0.0.1', port: 0, idleTimeout: 0, fetch: () => new Promise<Response>(() => {}) })
     try {
       const load = async (appId: string) => (appId === 'a1' ? { ...connection('github', appId), hostApiUrl: `http://127.0.0.1:${hanging.port}` } : connection('gitea', appId))
-      const step = createPollPullRequestsStep({ hooks: s.store.gitHooks, connections: { load }, lifecycle: s.store.lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000, gitHostAllowPrivate: true })
+      const step = createPollPullRequestsStep({ hooks: s.store.gitHooks, connections: { load }, lifecycle: s.store.lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000, gitHostAllowPrivate: true, outboundTimeoutMs: OUTBOUND_TIMEOUT_MS_DEFAULT })
       for (const id of ['hang-1', 'hang-2', 'hang-3']) await openedReport(s, 'github', id, 'a1')
       const b = await openedReport(s, 'gitea', 'hang-victim', 'a2')
       stubs.gitea.setPullState(b.number, 'merged')
@@ -157,7 +158,7 @@ describeEachDialect('pull request polling', (fresh) => {
       await seedOrgApp(s)
       const lifecycle = s.store.lifecycle
       const hooks = s.store.gitHooks
-      const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection(kind, appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000, gitHostAllowPrivate: true })
+      const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection(kind, appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000, gitHostAllowPrivate: true, outboundTimeoutMs: OUTBOUND_TIMEOUT_MS_DEFAULT })
       const a = await openedReport(s, kind, `${kind}-ra`)
       const b = await openedReport(s, kind, `${kind}-rb`)
       stubs[kind].setPullState(a.number, 'closed')
@@ -187,7 +188,7 @@ describeEachDialect('pull request polling', (fresh) => {
     await seedOrgApp(s)
     const lifecycle = s.store.lifecycle
     const hooks = s.store.gitHooks
-    const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection('github', appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000, gitHostAllowPrivate: true })
+    const step = createPollPullRequestsStep({ hooks, connections: { load: async (appId) => connection('github', appId) }, lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000, gitHostAllowPrivate: true, outboundTimeoutMs: OUTBOUND_TIMEOUT_MS_DEFAULT })
     const closed = await openedReport(s, 'github', 'old-close')
     const manual = await openedReport(s, 'github', 'by-hand')
     stubs.github.setPullState(closed.number, 'closed')

@@ -13,6 +13,7 @@ import { githubHeaders, remoteHttpUrl, retryAfterMs, scrub } from '../core/outbo
 import { OutboundError, requestBounded, type OutboundAnswer, type OutboundRequest } from '../core/outbound-http'
 import { isMetadataOrLinkLocal, refusedAddress, resolveHost, type CheckedAddress } from '../core/address-guard'
 import { allowPrivateHint } from '../core/process-role'
+import { OUTBOUND_TIMEOUT_MS_DEFAULT, openRequestDeadlineMs } from '../core/outbound-deadline'
 
 export interface PullRequest {
   title: string
@@ -27,6 +28,10 @@ export class HostError extends Error {}
 /** How a call to the git host is made: whether private and loopback addresses are allowed (FIXLOOP_GIT_HOST_ALLOW_PRIVATE, on by default), its deadline. */
 export interface HostCallOptions {
   allowPrivate: boolean
+  /**
+   * FIXLOOP_OUTBOUND_TIMEOUT in ms (default 15 s): a read's deadline; opening a request gets twice it
+   * (src/core/outbound-deadline.ts).
+   */
   timeoutMs?: number
 }
 
@@ -88,9 +93,9 @@ function request(kind: Exclude<HostKind, 'none'>, apiUrl: string, token: string,
 }
 
 /** Opens the PR/MR; returns its web URL. Errors carry the host's status and message, never the token. */
-export async function openPullRequest(kind: Exclude<HostKind, 'none'>, apiUrl: string, token: string, hostRepo: string, pr: PullRequest, { allowPrivate, timeoutMs = 30_000 }: HostCallOptions): Promise<string> {
+export async function openPullRequest(kind: Exclude<HostKind, 'none'>, apiUrl: string, token: string, hostRepo: string, pr: PullRequest, { allowPrivate, timeoutMs = OUTBOUND_TIMEOUT_MS_DEFAULT }: HostCallOptions): Promise<string> {
   const req = request(kind, apiUrl, token, hostRepo, pr)
-  const res = await hostCall(kind, apiUrl, token, { url: req.url, method: 'POST', headers: req.headers, body: JSON.stringify(req.body), timeoutMs }, allowPrivate)
+  const res = await hostCall(kind, apiUrl, token, { url: req.url, method: 'POST', headers: req.headers, body: JSON.stringify(req.body), timeoutMs: openRequestDeadlineMs(timeoutMs) }, allowPrivate)
   refuseRedirect(kind, res)
   const text = res.text
   let body: Record<string, unknown> = {}
@@ -132,7 +137,7 @@ export function pullNumberOf(webUrl: string): number | null {
  * /repos/{o}/{r}/pulls/{n}, GitLab GET /projects/{path}/merge_requests/{iid}. Throws HostThrottled on 429
  * (or a 403 with Retry-After, GitHub's secondary limit), HostError otherwise; never carries the token.
  */
-export async function pullRequestState(kind: Exclude<HostKind, 'none'>, apiUrl: string, token: string, hostRepo: string, number: number, { allowPrivate, timeoutMs = 15_000 }: HostCallOptions): Promise<PullState> {
+export async function pullRequestState(kind: Exclude<HostKind, 'none'>, apiUrl: string, token: string, hostRepo: string, number: number, { allowPrivate, timeoutMs = OUTBOUND_TIMEOUT_MS_DEFAULT }: HostCallOptions): Promise<PullState> {
   const url = kind === 'gitlab' ? `${apiUrl}/projects/${encodeURIComponent(hostRepo)}/merge_requests/${number}` : `${apiUrl}/repos/${hostRepo}/pulls/${number}`
   const headers: Record<string, string> =
     kind === 'github'

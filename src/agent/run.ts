@@ -81,6 +81,8 @@ export interface RunContext {
   publicUrl: string | undefined
   /** The pull request's host may be on a private address (FIXLOOP_GIT_HOST_ALLOW_PRIVATE). */
   gitHostAllowPrivate: boolean
+  /** FIXLOOP_OUTBOUND_TIMEOUT in ms: opening the pull request gets twice it (agent/hosts.ts). */
+  outboundTimeoutMs: number
   /** Where the report's screenshots and replay are read from (the attachments folder). */
   media: MediaSource
   /** Records the sandbox's PID while it runs (null when it ended). */
@@ -269,7 +271,7 @@ async function openRequest(c: RunContext, s: State, title: string, diff: DiffSta
     { feedbackId: c.f.id, theme: c.f.theme, duplicateCount: c.f.duplicate_count, usage: s.usage, files: diff.files.length, lines: diff.files.reduce((n, x) => n + x.added + x.deleted, 0), publicUrl: c.publicUrl },
     c.scrub,
   )
-  s.prUrl = await openPullRequest(c.conn.hostKind, c.conn.hostApiUrl ?? '', c.conn.hostToken ?? '', c.conn.hostRepo, { title, body, head: c.branch, base: c.conn.baseBranch, draft: c.conn.prMode === 'draft' }, { allowPrivate: c.gitHostAllowPrivate }).catch((e) => {
+  s.prUrl = await openPullRequest(c.conn.hostKind, c.conn.hostApiUrl ?? '', c.conn.hostToken ?? '', c.conn.hostRepo, { title, body, head: c.branch, base: c.conn.baseBranch, draft: c.conn.prMode === 'draft' }, { allowPrivate: c.gitHostAllowPrivate, timeoutMs: c.outboundTimeoutMs }).catch((e) => {
     throw new RunFailure(e.message)
   })
 }

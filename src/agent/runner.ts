@@ -72,6 +72,8 @@ export interface RunnerOptions {
   publicUrl: string | undefined
   /** Git-host API URLs may resolve to private addresses (FIXLOOP_GIT_HOST_ALLOW_PRIVATE). */
   gitHostAllowPrivate: boolean
+  /** FIXLOOP_OUTBOUND_TIMEOUT in ms: the deadline of the git host's API calls (opening a pull request: twice it). */
+  outboundTimeoutMs: number
   /** The environment agents' pass-through variables are read from. */
   env?: Record<string, string | undefined>
   /** The sandbox agents run in (FIXLOOP_AGENT_SANDBOX, FIXLOOP_AGENT_NETWORK, FIXLOOP_AGENT_SANDBOX_PATHS). */
@@ -353,6 +355,7 @@ export function createAgentRunner(runs: AgentRunsRepo, connections: ConnectionsS
           stillWanted,
           publicUrl: opts.publicUrl,
           gitHostAllowPrivate: opts.gitHostAllowPrivate,
+          outboundTimeoutMs: opts.outboundTimeoutMs,
           onSandbox: recordSandbox,
           onPhase: recordPhase,
           media,

@@ -78,6 +78,11 @@ export const SETTINGS: Setting[] = [
     default: 'on',
     meaning: '0: refuse git-host API URLs (opening and polling pull requests) on private/loopback addresses too, for a server shared by Orgs that do not trust each other (link-local and metadata addresses are always refused)',
   },
+  {
+    env: ['FIXLOOP_OUTBOUND_TIMEOUT'],
+    default: '15',
+    meaning: 'seconds each call to an issue tracker or a git host API may take, answer included (1 to 20); Jira Cloud and Linear get a third more, opening a pull request twice it',
+  },
   { env: ['FIXLOOP_WEBHOOK_TIMEOUT_SECONDS'], default: '15', meaning: 'time a webhook receiver has to answer (at most 15)' },
   { env: ['FIXLOOP_WEBHOOK_RETRY_SCALE'], default: '1', meaning: 'multiplies the webhook retry schedule (tests shrink it)' },
   { env: ['FIXLOOP_SSE_HEARTBEAT_SECONDS'], default: '10', meaning: 'comment line on idle event streams (at most 15)' },

@@ -2,11 +2,12 @@
  * How much of a one-job-at-a-time worker one App's remote host may take. Tracker pushes and polls and pull
  * request polls run on the worker that also starts agent runs and reviews, one job at a time, and each
  * App's tracker and git host are its Org's choice (a server it runs will do): one that holds every call to
- * its deadline (15-20 s) held that worker for its whole backlog, every other App's work waiting behind it
- * (4 pushes: a minute; hundreds: hours). Each App may spend `budgetMs` of calls per `windowMs`; past it,
- * its calls wait for the next window (a push is deferred, a poll skips the App's items), and the other
- * Apps' go ahead. All the Apps of one Org share ORG_CALL_BUDGET_MS besides (createAppTimeShare). A call once started is never cut by the budget, so a single slow call still runs to its
- * own deadline. Kept by this process only: another node has its own.
+ * its deadline (FIXLOOP_OUTBOUND_TIMEOUT: 15-20 s by default) held that worker for its whole backlog, every
+ * other App's work waiting behind it (4 pushes: a minute; hundreds: hours). Each App may spend `budgetMs` of
+ * calls per `windowMs`; past it, its calls wait for the next window (a push is deferred, a poll skips the
+ * App's items), and the other Apps' go ahead. All the Apps of one Org share ORG_CALL_BUDGET_MS besides
+ * (createAppTimeShare). A call once started is never cut by the budget, so a single slow call still runs
+ * to its own deadline. Kept by this process only: another node has its own.
  */
 
 export interface TimeShare {

@@ -104,6 +104,7 @@ export async function createServices(ctx: Runtime, log: Logger, options: Service
     passEnv: config.agentPassEnv,
     publicUrl: config.publicUrl,
     gitHostAllowPrivate: config.gitHostAllowPrivate,
+    outboundTimeoutMs: config.outboundTimeoutMs,
     sandbox: { mode: config.agentSandbox, network: config.agentNetwork, readOnlyPaths: config.agentSandboxPaths, unavailable: options.sandboxUnavailable ?? null, agentUids: agentUidsFor(config.agentSandbox, process.getuid?.()) },
     workDir: config.workDir,
     nodeId: mode.nodeId,
@@ -128,7 +129,7 @@ export async function createServices(ctx: Runtime, log: Logger, options: Service
     review: createReviewStep(runner),
     uploads_gc: createCollectUploadsStep(uploads, lifecycle, clock),
     replay_scrub: createScrubReplaysStep(uploads, lifecycle, clock),
-    pr_poll: createPollPullRequestsStep({ hooks: gitHooks.repo, connections, lifecycle, clock, log, everyMs: prPollEveryMs, gitHostAllowPrivate: config.gitHostAllowPrivate }),
+    pr_poll: createPollPullRequestsStep({ hooks: gitHooks.repo, connections, lifecycle, clock, log, everyMs: prPollEveryMs, gitHostAllowPrivate: config.gitHostAllowPrivate, outboundTimeoutMs: config.outboundTimeoutMs }),
     tracker_push: createPushTrackerIssueStep(trackerSync),
     tracker_poll: createPollTrackerIssuesStep({ sync: trackerSync, lifecycle, clock, everyMs: trackerPollEveryMs }),
   } satisfies Partial<Record<JobKind, JobStep>>

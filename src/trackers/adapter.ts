@@ -28,6 +28,11 @@ export interface TrackerTarget {
    * every call connects to exactly these (DNS rebinding). Unset only where no guard applies (tests).
    */
   addresses?: CheckedAddress[]
+  /**
+   * FIXLOOP_OUTBOUND_TIMEOUT in ms, set by the trackers service: each call's deadline (Jira Cloud and
+   * Linear a third longer, src/core/outbound-deadline.ts). Unset: the default, 15 s.
+   */
+  timeoutMs?: number
 }
 
 /** What fixloop writes: sanitized text only, never raw (the sync service builds it). */

@@ -1,18 +1,18 @@
 /**
  * One REST call to a tracker, as every REST adapter makes it, through the bounded outbound client
- * (src/core/outbound-http.ts: 15 s for the whole exchange, at most 2 MiB read, no redirects — a redirect
- * could carry the token elsewhere —, connected to the guard's checked addresses), the answer's JSON, and
- * every failure a TrackerError whose message names the tracker's answer and never the token: unreachable
- * (network, timeout, 5xx), unauthorized
+ * (src/core/outbound-http.ts: one deadline for the whole exchange, the target's FIXLOOP_OUTBOUND_TIMEOUT,
+ * 15 s by default; at most 2 MiB read; no redirects — a redirect could carry the token elsewhere —;
+ * connected to the guard's checked addresses), the answer's JSON, and every failure a TrackerError whose
+ * message names the tracker's answer and never the token: unreachable (network, timeout, 5xx), unauthorized
  * (401, a 403 that is no rate limit), rate_limited (429, or 403 with Retry-After or an exhausted
  * X-RateLimit-Remaining: GitHub's primary and secondary limits), not_found (404, 410: deleted), rejected
  * (another 4xx: a field the tracker refused).
  */
 import { retryAfterMs, scrub } from '../core/outbound'
 import { OutboundError, requestBounded, type OutboundAnswer } from '../core/outbound-http'
+import { OUTBOUND_TIMEOUT_MS_DEFAULT } from '../core/outbound-deadline'
 import { TrackerError, type TrackerKind, type TrackerTarget } from './adapter'
 
-export const TRACKER_TIMEOUT_MS = 15_000
 /** What of an answer's text an error message quotes at most. */
 const QUOTE_MAX = 300
 
@@ -47,7 +47,7 @@ function resetWaitMs(reset: string | null, now = Date.now()): number | null {
  * Sends the call to `t`'s tracker (its token for scrubbing, its checked addresses for the connection);
  * returns the answer's JSON ({} for an empty 2xx) or throws a TrackerError.
  */
-export async function callTracker(t: Pick<TrackerTarget, 'kind' | 'token' | 'addresses'>, call: TrackerCall, signal?: AbortSignal): Promise<unknown> {
+export async function callTracker(t: Pick<TrackerTarget, 'kind' | 'token' | 'addresses' | 'timeoutMs'>, call: TrackerCall, signal?: AbortSignal): Promise<unknown> {
   const { kind, token } = t
   let res: OutboundAnswer
   try {
@@ -56,7 +56,7 @@ export async function callTracker(t: Pick<TrackerTarget, 'kind' | 'token' | 'add
       method: call.method,
       headers: { 'user-agent': 'fixloop', ...(call.body === undefined ? {} : { 'content-type': 'application/json' }), ...call.headers },
       body: call.body === undefined ? undefined : JSON.stringify(call.body),
-      timeoutMs: TRACKER_TIMEOUT_MS,
+      timeoutMs: t.timeoutMs ?? OUTBOUND_TIMEOUT_MS_DEFAULT,
       signal,
       addresses: t.addresses,
     })

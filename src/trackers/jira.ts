@@ -54,7 +54,7 @@ function credentials(t: TrackerTarget): { header: string; secrets: string[] } {
 
 function call(t: TrackerTarget, doing: string, method: Call['method'], path: string, body: unknown, signal?: AbortSignal): Promise<Answer> {
   const auth = credentials(t)
-  return send({ vendor: 'Jira', doing, url: `${base(t)}${path}`, method, headers: { authorization: auth.header }, body, secrets: auth.secrets, signal, addresses: t.addresses })
+  return send({ vendor: 'Jira', doing, url: `${base(t)}${path}`, method, headers: { authorization: auth.header }, body, secrets: auth.secrets, signal, addresses: t.addresses, timeoutMs: t.timeoutMs })
 }
 
 function issuePath(issueId: string): string {

@@ -86,7 +86,7 @@ export interface TrackersDeps {
   store: Pick<Store, 'trackers' | 'apps'>
   box: SecretBox
   clock: Clock
-  config: Pick<Config, 'trackerAllowPrivate' | 'publicUrl'>
+  config: Pick<Config, 'trackerAllowPrivate' | 'publicUrl' | 'outboundTimeoutMs'>
 }
 
 export function parseStateMap(text: string): StateMap {
@@ -179,10 +179,10 @@ export function createTrackersService(ctx: TrackersDeps, lifecycle: Lifecycle) {
     return addresses
   }
 
-  /** The connection as one call's target: the token unsealed, the address checked. */
+  /** The connection as one call's target: the token unsealed, the address checked, the deadline (FIXLOOP_OUTBOUND_TIMEOUT). */
   async function targetOf(conn: TrackerConnectionRow): Promise<TrackerTarget> {
     const addresses = await guard(conn.api_url)
-    return { kind: conn.kind as TrackerKind, apiUrl: conn.api_url, project: conn.project, token: box.open(conn.token_sealed).toString('utf8'), ...(conn.account ? { account: conn.account } : {}), addresses }
+    return { kind: conn.kind as TrackerKind, apiUrl: conn.api_url, project: conn.project, token: box.open(conn.token_sealed).toString('utf8'), ...(conn.account ? { account: conn.account } : {}), addresses, timeoutMs: config.outboundTimeoutMs }
   }
 
   async function view(row: TrackerConnectionRow, baseUrl: string): Promise<TrackerView> {
@@ -256,7 +256,7 @@ export function createTrackersService(ctx: TrackersDeps, lifecycle: Lifecycle) {
         input.webhookSecret !== undefined ||
         changedDestination({ kind: before.kind, apiUrl: urlKey(before.api_url), project: before.project, account: before.account }, { kind: input.kind, apiUrl: urlKey(apiUrl), project: input.project, account: input.account ?? null }).length > 0
       if (retargets) await confirmRetarget?.()
-      const target: TrackerTarget = { kind: input.kind, apiUrl, project: input.project, token, ...(input.account ? { account: input.account } : {}) }
+      const target: TrackerTarget = { kind: input.kind, apiUrl, project: input.project, token, ...(input.account ? { account: input.account } : {}), timeoutMs: config.outboundTimeoutMs }
       let actor: string
       try {
         actor = (await adapter.whoAmI({ ...target, addresses: await guard(apiUrl) })).actor

@@ -134,7 +134,7 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
    * One polling pass from `cursor` (a lead id): the next cursor ('' when the pass reached the end), and
    * how many Apps' trackers asked to wait in it. The issues of every App are in one walk, so a tracker's
    * answer is held to its own App: after a failure, the App's other issues wait for the next pass (one
-   * deadline per App and pass, not one per issue: a tracker trickling each answer to its 15 s deadline
+   * deadline per App and pass, not one per issue: a tracker trickling each answer to its deadline (15 s)
    * held the walk for every App 50 times over); after a 429 its issues wait for the tracker's Retry-After;
    * an App past its share of tracker time (core/time-share.ts) is skipped until its window starts again.
    * A 429 used to end the pass, and the next one started with the refused issue again: a tracker that

@@ -42,6 +42,8 @@ export function createPollPullRequestsStep(deps: {
   everyMs: number
   /** Git-host API URLs may resolve to private addresses (FIXLOOP_GIT_HOST_ALLOW_PRIVATE). */
   gitHostAllowPrivate: boolean
+  /** FIXLOOP_OUTBOUND_TIMEOUT in ms: each read's deadline. */
+  outboundTimeoutMs: number
 }) {
   const { hooks, clock, log } = deps
   /** Where the next pass starts (a run id; a feedback id for closed requests): kept across passes of this process; another node starts over. */
@@ -51,7 +53,7 @@ export function createPollPullRequestsStep(deps: {
   const throttledUntil = new Map<string, number>()
   /**
    * Each App's share of this worker's time for its host's answers (core/time-share.ts): a host that holds
-   * every read to its 15 s deadline held the worker (agent starts, reviews, tracker pushes) for 50 reads a pass.
+   * every read to its deadline (15 s) held the worker (agent starts, reviews, tracker pushes) for 50 reads a pass.
    */
   const share = createAppTimeShare(() => clock.now())
 
@@ -75,7 +77,7 @@ export function createPollPullRequestsStep(deps: {
       if (!conn || conn.hostKind === 'none' || !conn.hostToken || !conn.hostApiUrl || number === null) return null
       const began = performance.now()
       try {
-        const state = await pullRequestState(conn.hostKind, conn.hostApiUrl, conn.hostToken, conn.hostRepo, number, { allowPrivate: deps.gitHostAllowPrivate }).finally(() => share.spend(report.appId, report.orgId, performance.now() - began))
+        const state = await pullRequestState(conn.hostKind, conn.hostApiUrl, conn.hostToken, conn.hostRepo, number, { allowPrivate: deps.gitHostAllowPrivate, timeoutMs: deps.outboundTimeoutMs }).finally(() => share.spend(report.appId, report.orgId, performance.now() - began))
         out.read++
         return state
       } catch (e) {
