@@ -7,8 +7,9 @@
  *   2097152 bytes" error and the process's RSS stays bounded; a host streaming without end does not hang;
  * - DNS rebinding: the tracker calls connect to exactly the addresses the guard checked, whatever the
  *   host name resolves to later (the service hands the guard's addresses to every call);
- * - a tracker that trickles its answer past the 15 s deadline: PUT /v1/apps/:id/tracker is the connect
- *   path's 400 (never a 500), and a push job's failure shows in the connection's health;
+ * - a tracker that trickles its answer past its deadline (FIXLOOP_OUTBOUND_TIMEOUT, short here): PUT
+ *   /v1/apps/:id/tracker is the connect path's 400 (never a 500), and a push job's failure shows in the
+ *   connection's health;
  * - a redirect is never followed by a call that carries a credential (GitLab's PRIVATE-TOKEN included);
  * - only http(s) URLs from a tracker's or git host's answer are kept (javascript: is refused), and the
  *   dashboard's link helper never yields a non-http(s) href.
@@ -152,7 +153,9 @@ describe('DNS rebinding: a call connects to exactly the addresses the guard chec
 
 describe('a tracker answering past its deadline', () => {
   let server: TestServer
-  /** Two trackers, so the two 15 s deadlines below are waited out at the same time, not one after the other. */
+  /** The trackers' deadline here (FIXLOOP_OUTBOUND_TIMEOUT; 15 s by default): short, as it is waited out. */
+  const DEADLINE_S = 3
+  /** Two trackers, so the two deadlines below are waited out at the same time, not one after the other. */
   let slowUser: ReturnType<typeof Bun.serve>
   let slowIssues: ReturnType<typeof Bun.serve>
   const stalled = () => {
@@ -189,7 +192,7 @@ describe('a tracker answering past its deadline', () => {
   beforeAll(async () => {
     slowUser = tracker(true)
     slowIssues = tracker(false)
-    server = await startTestServer({ FIXLOOP_TRACKER_ALLOW_PRIVATE: '1', FIXLOOP_TRACKER_POLL_MINUTES: '0', FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000' })
+    server = await startTestServer({ FIXLOOP_TRACKER_ALLOW_PRIVATE: '1', FIXLOOP_TRACKER_POLL_MINUTES: '0', FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', FIXLOOP_OUTBOUND_TIMEOUT: String(DEADLINE_S) })
   })
   afterAll(async () => {
     await server?.close()
@@ -206,7 +209,7 @@ describe('a tracker answering past its deadline', () => {
       expect(r.status).toBe(400)
       expect(r.body.error.code).toBe('invalid_argument')
       expect(r.body.error.message).toContain('unreachable')
-      expect(r.body.error.message).toContain('15000 ms')
+      expect(r.body.error.message).toContain(`no complete answer within ${DEADLINE_S * 1000} ms`)
       expect(r.text).not.toContain(TOKEN)
       // The refused connect left nothing behind: the same App connects to a tracker that answers.
       expect((await call(server.url, 'PUT', `/v1/apps/${a.appId}/tracker`, { auth: a.key, body: connectBody(slowIssues) })).status).toBe(200)
@@ -222,6 +225,7 @@ describe('a tracker answering past its deadline', () => {
         return v.state === 'failing' ? v : undefined
       }, 30_000)
       expect(health.lastError).toContain('unreachable when creating the issue')
+      expect(health.lastError).toContain(`no complete answer within ${DEADLINE_S * 1000} ms`)
       expect(health.retryAt).not.toBeNull()
       expect((await call(server.url, 'GET', `/v1/feedback/${f.body.id}`, { auth: b.key })).body.trackerIssue.syncState).toBe('failing')
     }

@@ -14,6 +14,7 @@ import { git, makeBareRepo, pushCommit } from './git-fixtures'
 import { startGitHostStub, type GitHostKind, type GitHostStub } from './git-host-stub'
 import { openPullRequest } from '../src/agent/hosts'
 import { OUTBOUND_TIMEOUT_MS_DEFAULT } from '../src/core/outbound-deadline'
+import { callShareFor } from './short-deadline'
 import { CLOSED_PR_POLL_MS } from '../src/modules/git-hooks/repo'
 import { createPollPullRequestsStep } from '../src/worker/steps/poll-pull-requests'
 import type { RepoConnection } from '../src/modules/connections/service'
@@ -21,6 +22,8 @@ import { Logger } from '../src/core/logger'
 import { seedOrgApp, sql } from './repos/store-fixtures'
 
 const TOKEN = 'stub-token-poll'
+/** The read's deadline where a host holds every read (FIXLOOP_OUTBOUND_TIMEOUT, 15 s by default): each is waited out. */
+const DEADLINE_MS = 5_000
 let dir: string
 let barePath: string
 const stubs = {} as Record<GitHostKind, GitHostStub>
@@ -117,23 +120,25 @@ describeEachDialect('pull request polling', (fresh) => {
     const s = await fresh()
     await seedOrgApp(s)
     await seedOrgApp(s, 'o1', 'a2')
-    // a1's host takes the connection and never answers (the read's 15 s deadline ends each call).
+    // a1's host takes the connection and never answers (the read's deadline, DEADLINE_MS, ends each call).
     const hanging = Bun.serve({ hostname: '127.0.0.1', port: 0, idleTimeout: 0, fetch: () => new Promise<Response>(() => {}) })
     try {
       const load = async (appId: string) => (appId === 'a1' ? { ...connection('github', appId), hostApiUrl: `http://127.0.0.1:${hanging.port}` } : connection('gitea', appId))
-      const step = createPollPullRequestsStep({ hooks: s.store.gitHooks, connections: { load }, lifecycle: s.store.lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000, gitHostAllowPrivate: true, outboundTimeoutMs: OUTBOUND_TIMEOUT_MS_DEFAULT })
+      // The shares scaled with the deadline (test/short-deadline.ts): one held read spends a1's, as at 15 s.
+      const step = createPollPullRequestsStep({ hooks: s.store.gitHooks, connections: { load }, lifecycle: s.store.lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000, gitHostAllowPrivate: true, outboundTimeoutMs: DEADLINE_MS, share: callShareFor(DEADLINE_MS) })
       for (const id of ['hang-1', 'hang-2', 'hang-3']) await openedReport(s, 'github', id, 'a1')
       const b = await openedReport(s, 'gitea', 'hang-victim', 'a2')
       stubs.gitea.setPullState(b.number, 'merged')
       const t0 = Date.now()
       expect(await step.pass()).toMatchObject({ read: 1, moved: 1, failed: 1 })
-      // One deadline (15 s), not three, before the other App's request.
-      expect(Date.now() - t0).toBeLessThan(25_000)
+      // One deadline, not three, before the other App's request: a second held read would make it two.
+      expect(Date.now() - t0).toBeLessThan(2 * DEADLINE_MS - 1_000)
       expect(await statusOf(s, b.id)).toBe('resolved')
-      // Past its share of the worker's time, a1's host is not asked again within the minute.
+      // Past its share of the worker's time, a1's host is not asked again within the minute: a read of it
+      // would take a whole deadline.
       const t1 = Date.now()
       expect(await step.pass()).toMatchObject({ read: 0, failed: 0 })
-      expect(Date.now() - t1).toBeLessThan(5_000)
+      expect(Date.now() - t1).toBeLessThan(DEADLINE_MS - 1_000)
     } finally {
       hanging.stop(true)
     }

@@ -16,6 +16,7 @@ import { BOT, issueHook, startTrackerStub, STUB_PROJECT, type HookDelivery, type
 import { startLinearStub } from './linear-stub'
 import { sql } from './repos/store-fixtures'
 import type { FreshStore } from './dialects'
+import { callShareFor } from './short-deadline'
 
 let server: TestServer
 const stubs = {} as Record<StubKind, TrackerStub>
@@ -41,15 +42,16 @@ const TOPICS = [
   'Search results flicker and jump while typing in the product filter',
 ]
 let topic = 0
-async function submit(t: Tenant, text = TOPICS[topic++ % TOPICS.length] + ` #${topic}`): Promise<string> {
-  const r = await call(server.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text, severity: 'high' } })
+/** A report of `t`'s, once processed (on `on`: the file's server unless a test has its own). */
+async function submit(t: Tenant, text = TOPICS[topic++ % TOPICS.length] + ` #${topic}`, on: TestServer = server): Promise<string> {
+  const r = await call(on.url, 'POST', '/v1/feedback', { auth: t.pub, body: { text, severity: 'high' } })
   expect(r.status).toBe(201)
-  await eventually(async () => (await call(server.url, 'GET', `/v1/feedback/${r.body.id}`, { auth: t.key })).body.status === 'awaiting_manual', 15_000)
+  await eventually(async () => (await call(on.url, 'GET', `/v1/feedback/${r.body.id}`, { auth: t.key })).body.status === 'awaiting_manual', 15_000)
   return r.body.id
 }
-const connect = (t: Tenant, stub: TrackerStub, extra: Record<string, unknown> = {}) =>
-  call(server.url, 'PUT', `/v1/apps/${t.appId}/tracker`, { auth: t.key, body: { kind: stub.kind, ...(stub.kind === 'github' ? { apiUrl: stub.apiUrl } : { apiUrl: stub.apiUrl }), project: STUB_PROJECT, token: stub.token, ...extra } })
-const item = async (t: Tenant, id: string) => (await call(server.url, 'GET', `/v1/feedback/${id}`, { auth: t.key })).body
+const connect = (t: Tenant, stub: TrackerStub, extra: Record<string, unknown> = {}, on: TestServer = server) =>
+  call(on.url, 'PUT', `/v1/apps/${t.appId}/tracker`, { auth: t.key, body: { kind: stub.kind, ...(stub.kind === 'github' ? { apiUrl: stub.apiUrl } : { apiUrl: stub.apiUrl }), project: STUB_PROJECT, token: stub.token, ...extra } })
+const item = async (t: Tenant, id: string, on: TestServer = server) => (await call(on.url, 'GET', `/v1/feedback/${id}`, { auth: t.key })).body
 const send = (t: Tenant, d: HookDelivery) => call(server.url, 'POST', `/v1/tracker-hooks/${t.appId}`, { rawBody: d.body, headers: d.headers })
 /** The same delivery (the same signed body) under a fresh delivery id: the id headers are not signed. */
 const withNewId = (d: HookDelivery): HookDelivery => ({ ...d, headers: Object.fromEntries(Object.entries(d.headers).map(([k, v]) => [k, /-delivery$|^x-gitlab-event-uuid$/.test(k) ? randomUUID() : v])) })
@@ -521,87 +523,6 @@ describe('routes', () => {
     }
   }, 90_000)
 
-  test('one App\'s tracker that holds every call to its deadline delays the other Apps\' pushes by one call, not by its whole backlog', async () => {
-    // The hostile tracker (any Org may point its App at a server it runs) answers GET /user, then holds
-    // every issue creation open until the 15 s deadline ends the call. The worker that runs tracker pushes
-    // (and agent starts, reviews and polls) takes one job at a time: 4 such pushes used to hold it ~60 s.
-    const held: Array<() => void> = []
-    const hostile = Bun.serve({
-      hostname: '127.0.0.1',
-      port: 0,
-      idleTimeout: 0,
-      fetch(req) {
-        const path = new URL(req.url).pathname
-        if (req.method === 'GET' && path === '/user') return Response.json({ login: 'evil-bot', id: 9 })
-        return new Promise<Response>((resolve) => held.push(() => resolve(Response.json({ message: 'late' }, { status: 500 }))))
-      },
-    })
-    const honest = startTrackerStub('gitea')
-    try {
-      const h = await seedTenant(server.admin, {}, 'Push hostile')
-      const v = await seedTenant(server.admin, {}, 'Push victim')
-      expect((await call(server.url, 'PUT', `/v1/apps/${h.appId}/tracker`, { auth: h.key, body: { kind: 'github', apiUrl: `http://127.0.0.1:${hostile.port}`, project: STUB_PROJECT, token: 'tok-hostile-0123456789' } })).status).toBe(200)
-      expect((await connect(v, honest)).status).toBe(200)
-      const hostileLeads: string[] = []
-      for (let i = 0; i < 4; i++) hostileLeads.push(await submit(h, `${TOPICS[i]} hostile ${i}`))
-      const vLead = await submit(v, 'Dark mode toggle forgets its setting after a reload on Safari (victim)')
-      for (const lead of hostileLeads) expect((await call(server.url, 'POST', `/v1/feedback/${lead}/tracker-issue`, { auth: h.key })).status).toBe(202)
-      const t0 = Date.now()
-      expect((await call(server.url, 'POST', `/v1/feedback/${vLead}/tracker-issue`, { auth: v.key })).status).toBe(202)
-      await eventually(async () => (await item(v, vLead)).trackerIssue?.syncState === 'synced', 60_000)
-      // One hostile call (15 s) at most before the victim's push, not four.
-      expect(Date.now() - t0).toBeLessThan(25_000)
-      // The hostile App's other pushes wait, as pending work (not failures of their own).
-      const states = await Promise.all(hostileLeads.map(async (id) => (await item(h, id)).trackerIssue?.syncState))
-      expect(states.filter((st) => st === 'synced')).toEqual([])
-    } finally {
-      for (const release of held) release()
-      hostile.stop(true)
-      honest.stop()
-    }
-  }, 120_000)
-
-  test('one Org\'s many Apps, each with a tracker that holds every call to its deadline, delay another Org\'s push by the Org\'s share, not one call per App', async () => {
-    // An Org makes as many Apps as it likes: with a share per App only, three Apps pointed at a stalling
-    // tracker held the worker three calls (45 s) before another Org's push; six held it for good.
-    const held: Array<() => void> = []
-    const hostile = Bun.serve({
-      hostname: '127.0.0.1',
-      port: 0,
-      idleTimeout: 0,
-      fetch(req) {
-        const path = new URL(req.url).pathname
-        if (req.method === 'GET' && path === '/user') return Response.json({ login: 'evil-bot', id: 9 })
-        return new Promise<Response>((resolve) => held.push(() => resolve(Response.json({ message: 'late' }, { status: 500 }))))
-      },
-    })
-    const honest = startTrackerStub('gitea')
-    try {
-      const h0 = await seedTenant(server.admin, {}, 'Many Apps hostile')
-      const apps: Tenant[] = [h0]
-      for (let i = 1; i < 3; i++) {
-        const made = await server.admin.createApp(h0.orgId, { name: `Many Apps hostile ${i}` })
-        apps.push({ ...h0, appId: made.id, pub: made.publicKey, secret: made.signingSecret })
-      }
-      const v = await seedTenant(server.admin, {}, 'Many Apps victim')
-      for (const a of apps) expect((await call(server.url, 'PUT', `/v1/apps/${a.appId}/tracker`, { auth: a.key, body: { kind: 'github', apiUrl: `http://127.0.0.1:${hostile.port}`, project: STUB_PROJECT, token: 'tok-hostile-0123456789' } })).status).toBe(200)
-      expect((await connect(v, honest)).status).toBe(200)
-      const leads: { a: Tenant; id: string }[] = []
-      for (const [i, a] of apps.entries()) leads.push({ a, id: await submit(a, `${TOPICS[i]} many apps ${i}`) })
-      const vLead = await submit(v, 'Search results flicker and jump while typing in the product filter (many apps victim)')
-      for (const { a, id } of leads) expect((await call(server.url, 'POST', `/v1/feedback/${id}/tracker-issue`, { auth: a.key })).status).toBe(202)
-      const t0 = Date.now()
-      expect((await call(server.url, 'POST', `/v1/feedback/${vLead}/tracker-issue`, { auth: v.key })).status).toBe(202)
-      await eventually(async () => (await item(v, vLead)).trackerIssue?.syncState === 'synced', 90_000)
-      // Two hostile calls (the Org's 20 s) at most before the victim's push, not three.
-      expect(Date.now() - t0).toBeLessThan(40_000)
-    } finally {
-      for (const release of held) release()
-      hostile.stop(true)
-      honest.stop()
-    }
-  }, 150_000)
-
   test('polling a Linear team\'s own workflow: the state map applies to the states the poll reads (Shipped resolves, In Review is ignored, Triage reopens)', async () => {
     // No webhook set on the stub: the poll is the only way the states come back.
     const linear = await startLinearStub()
@@ -723,4 +644,108 @@ describe('routes', () => {
       }
     }
   }, 60_000)
+})
+
+/**
+ * A tracker that holds every call until the deadline ends it, on a server of its own whose deadline is
+ * short (FIXLOOP_OUTBOUND_TIMEOUT) and whose worker's call shares are scaled with it (test/short-deadline.ts):
+ * one held call spends an App's share and two an Org's, as at the default 15 s, so "one call, not the
+ * backlog" keeps its meaning at a third of the wait.
+ */
+describe('trackers that hold every call to their deadline', () => {
+  const DEADLINE_MS = 5_000
+  let slow: TestServer
+  beforeAll(async () => {
+    slow = await startTestServer(
+      { FIXLOOP_TRACKER_ALLOW_PRIVATE: '1', FIXLOOP_TRACKER_POLL_MINUTES: '0', FIXLOOP_PUBLIC_URL: PUBLIC, FIXLOOP_RATE_LIMIT_MULTIPLIER: '1000', FIXLOOP_OUTBOUND_TIMEOUT: String(DEADLINE_MS / 1000) },
+      { callShare: callShareFor(DEADLINE_MS) },
+    )
+  })
+  afterAll(async () => {
+    await slow?.close()
+  })
+
+  test('one App\'s tracker that holds every call to its deadline delays the other Apps\' pushes by one call, not by its whole backlog', async () => {
+    // The hostile tracker (any Org may point its App at a server it runs) answers GET /user, then holds
+    // every issue creation open until the deadline ends the call. The worker that runs tracker pushes (and
+    // agent starts, reviews and polls) takes one job at a time: 4 such pushes used to hold it 4 deadlines
+    // (~60 s at the default 15 s).
+    const held: Array<() => void> = []
+    const hostile = Bun.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      idleTimeout: 0,
+      fetch(req) {
+        const path = new URL(req.url).pathname
+        if (req.method === 'GET' && path === '/user') return Response.json({ login: 'evil-bot', id: 9 })
+        return new Promise<Response>((resolve) => held.push(() => resolve(Response.json({ message: 'late' }, { status: 500 }))))
+      },
+    })
+    const honest = startTrackerStub('gitea')
+    try {
+      const h = await seedTenant(slow.admin, {}, 'Push hostile')
+      const v = await seedTenant(slow.admin, {}, 'Push victim')
+      expect((await call(slow.url, 'PUT', `/v1/apps/${h.appId}/tracker`, { auth: h.key, body: { kind: 'github', apiUrl: `http://127.0.0.1:${hostile.port}`, project: STUB_PROJECT, token: 'tok-hostile-0123456789' } })).status).toBe(200)
+      expect((await connect(v, honest, {}, slow)).status).toBe(200)
+      const hostileLeads: string[] = []
+      for (let i = 0; i < 4; i++) hostileLeads.push(await submit(h, `${TOPICS[i]} hostile ${i}`, slow))
+      const vLead = await submit(v, 'Dark mode toggle forgets its setting after a reload on Safari (victim)', slow)
+      for (const lead of hostileLeads) expect((await call(slow.url, 'POST', `/v1/feedback/${lead}/tracker-issue`, { auth: h.key })).status).toBe(202)
+      const t0 = Date.now()
+      expect((await call(slow.url, 'POST', `/v1/feedback/${vLead}/tracker-issue`, { auth: v.key })).status).toBe(202)
+      await eventually(async () => (await item(v, vLead, slow)).trackerIssue?.syncState === 'synced', 60_000)
+      // One hostile call (a deadline) at most before the victim's push, not four: a second would make it two.
+      expect(Date.now() - t0).toBeLessThan(2 * DEADLINE_MS - 1_000)
+      // The hostile App's other pushes wait, as pending work (not failures of their own).
+      const states = await Promise.all(hostileLeads.map(async (id) => (await item(h, id, slow)).trackerIssue?.syncState))
+      expect(states.filter((st) => st === 'synced')).toEqual([])
+    } finally {
+      for (const release of held) release()
+      hostile.stop(true)
+      honest.stop()
+    }
+  }, 120_000)
+
+  test('one Org\'s many Apps, each with a tracker that holds every call to its deadline, delay another Org\'s push by the Org\'s share, not one call per App', async () => {
+    // An Org makes as many Apps as it likes: with a share per App only, three Apps pointed at a stalling
+    // tracker held the worker three calls (45 s at the default deadline) before another Org's push; six held
+    // it for good.
+    const held: Array<() => void> = []
+    const hostile = Bun.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      idleTimeout: 0,
+      fetch(req) {
+        const path = new URL(req.url).pathname
+        if (req.method === 'GET' && path === '/user') return Response.json({ login: 'evil-bot', id: 9 })
+        return new Promise<Response>((resolve) => held.push(() => resolve(Response.json({ message: 'late' }, { status: 500 }))))
+      },
+    })
+    const honest = startTrackerStub('gitea')
+    try {
+      const h0 = await seedTenant(slow.admin, {}, 'Many Apps hostile')
+      const apps: Tenant[] = [h0]
+      for (let i = 1; i < 3; i++) {
+        const made = await slow.admin.createApp(h0.orgId, { name: `Many Apps hostile ${i}` })
+        apps.push({ ...h0, appId: made.id, pub: made.publicKey, secret: made.signingSecret })
+      }
+      const v = await seedTenant(slow.admin, {}, 'Many Apps victim')
+      for (const a of apps) expect((await call(slow.url, 'PUT', `/v1/apps/${a.appId}/tracker`, { auth: a.key, body: { kind: 'github', apiUrl: `http://127.0.0.1:${hostile.port}`, project: STUB_PROJECT, token: 'tok-hostile-0123456789' } })).status).toBe(200)
+      expect((await connect(v, honest, {}, slow)).status).toBe(200)
+      const leads: { a: Tenant; id: string }[] = []
+      for (const [i, a] of apps.entries()) leads.push({ a, id: await submit(a, `${TOPICS[i]} many apps ${i}`, slow) })
+      const vLead = await submit(v, 'Search results flicker and jump while typing in the product filter (many apps victim)', slow)
+      for (const { a, id } of leads) expect((await call(slow.url, 'POST', `/v1/feedback/${id}/tracker-issue`, { auth: a.key })).status).toBe(202)
+      const t0 = Date.now()
+      expect((await call(slow.url, 'POST', `/v1/feedback/${vLead}/tracker-issue`, { auth: v.key })).status).toBe(202)
+      await eventually(async () => (await item(v, vLead, slow)).trackerIssue?.syncState === 'synced', 90_000)
+      // Two hostile calls (the Org's share) at most before the victim's push, not three: a third would make
+      // it three deadlines.
+      expect(Date.now() - t0).toBeLessThan(3 * DEADLINE_MS - 1_000)
+    } finally {
+      for (const release of held) release()
+      hostile.stop(true)
+      honest.stop()
+    }
+  }, 150_000)
 })

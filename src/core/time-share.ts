@@ -56,6 +56,19 @@ export function createTimeShare(now: () => number, budgetMs = APP_CALL_BUDGET_MS
  */
 export const ORG_CALL_BUDGET_MS = 2 * APP_CALL_BUDGET_MS
 
+/**
+ * The shares of one worker's call time: APP_CALL_BUDGET_MS per App and ORG_CALL_BUDGET_MS per Org each
+ * APP_CALL_WINDOW_MS. At the default deadline (15 s) one call held to it spends an App's share, two an
+ * Org's. Given otherwise only by tests (src/runtime/server.ts StartOptions.callShare) that shorten
+ * FIXLOOP_OUTBOUND_TIMEOUT and scale the shares with it, so that still holds.
+ */
+export interface CallShare {
+  appBudgetMs: number
+  orgBudgetMs: number
+  windowMs: number
+}
+export const DEFAULT_CALL_SHARE: CallShare = { appBudgetMs: APP_CALL_BUDGET_MS, orgBudgetMs: ORG_CALL_BUDGET_MS, windowMs: APP_CALL_WINDOW_MS }
+
 /** An App's share within its Org's: a call waits while either is spent. */
 export interface AppTimeShare {
   waitMs(appId: string, orgId: string): number

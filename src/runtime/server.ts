@@ -11,6 +11,7 @@ import { checkRedis } from '../db/redis-check'
 import { createApp } from '../app'
 import { Logger } from '../core/logger'
 import type { Clock } from '../core/clock'
+import type { CallShare } from '../core/time-share'
 import type { Worker, WorkerOptions } from '../worker/loop'
 import type { AgentRunner } from '../agent/runner'
 import { createServices, type Services } from './services'
@@ -69,6 +70,11 @@ export interface StartOptions {
   worker?: Partial<WorkerOptions> & { autoStart?: boolean; processingThread?: boolean; batchBudgetMs?: number }
   /** `serve --demo`: serves /demo, a page with the widget mounted for this App public key. */
   demoPublicKey?: () => string | undefined
+  /**
+   * Each App's and Org's share of the worker's time for tracker and git-host calls (default 10 s and 20 s a
+   * minute, core/time-share.ts). Tests that shorten FIXLOOP_OUTBOUND_TIMEOUT shorten it in proportion.
+   */
+  callShare?: CallShare
 }
 
 /**
@@ -110,7 +116,7 @@ export async function startServer(config: Readonly<Config>, options: StartOption
   const closeStorage = () => void closeContext(ctx)
   const { autoStart: _autoStart, processingThread: threadOption, batchBudgetMs, ...workerOptions } = options.worker ?? {}
   const processingThread = threadOption ?? (options.clock === undefined && options.worker?.autoStart !== false)
-  const services = await createServices(ctx, log, { worker: workerOptions, processingThread, sandboxUnavailable, injectedClock: options.clock !== undefined, batchBudgetMs })
+  const services = await createServices(ctx, log, { worker: workerOptions, processingThread, sandboxUnavailable, injectedClock: options.clock !== undefined, batchBudgetMs, callShare: options.callShare })
   if (sandboxUnavailable) {
     // With repositories connected, agents would be asked to run: refuse to start. Without any, intake and
     // triage work; every agent run fails with this reason until bwrap works (connect-repo warns too).

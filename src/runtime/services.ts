@@ -51,9 +51,12 @@ import { createSlashCommands } from '../modules/chatops/commands'
 import { SlackApi } from '../modules/chatops/slack-api'
 import { SlackNotifier } from '../modules/chatops/notifier'
 import { Mailer } from '../modules/mail/mailer'
+import type { CallShare } from '../core/time-share'
 
 export interface ServiceOptions extends ModeOptions {
   sandboxUnavailable?: string | null
+  /** Each App's and Org's share of the worker's time for tracker and git-host calls (tests; core/time-share.ts). */
+  callShare?: CallShare
 }
 
 export async function createServices(ctx: Runtime, log: Logger, options: ServiceOptions = {}) {
@@ -122,14 +125,14 @@ export async function createServices(ctx: Runtime, log: Logger, options: Service
   const prPollEveryMs = config.prPollMinutes * 60_000
   // Issue-tracker sync (docs/trackers.md): pushes and polls are durable jobs, never in intake's or a move's transaction.
   const trackers = domain.trackers
-  const trackerSync = createTrackerSync({ trackers, clock, log, publicUrl: config.publicUrl })
+  const trackerSync = createTrackerSync({ trackers, clock, log, publicUrl: config.publicUrl, share: options.callShare })
   const trackerPollEveryMs = config.trackerPollMinutes * 60_000
   const ownSteps = {
     agent: createStartAgentStep(runner),
     review: createReviewStep(runner),
     uploads_gc: createCollectUploadsStep(uploads, lifecycle, clock),
     replay_scrub: createScrubReplaysStep(uploads, lifecycle, clock),
-    pr_poll: createPollPullRequestsStep({ hooks: gitHooks.repo, connections, lifecycle, clock, log, everyMs: prPollEveryMs, gitHostAllowPrivate: config.gitHostAllowPrivate, outboundTimeoutMs: config.outboundTimeoutMs }),
+    pr_poll: createPollPullRequestsStep({ hooks: gitHooks.repo, connections, lifecycle, clock, log, everyMs: prPollEveryMs, gitHostAllowPrivate: config.gitHostAllowPrivate, outboundTimeoutMs: config.outboundTimeoutMs, share: options.callShare }),
     tracker_push: createPushTrackerIssueStep(trackerSync),
     tracker_poll: createPollTrackerIssuesStep({ sync: trackerSync, lifecycle, clock, everyMs: trackerPollEveryMs }),
   } satisfies Partial<Record<JobKind, JobStep>>

@@ -22,7 +22,7 @@ import { commentDue, draftOf, growthComment } from './draft'
 import { actionFor } from './mapping'
 import { linkFollows, type TrackerConnectionRow } from './repo'
 import { parseStateMap, type TrackersService } from './service'
-import { APP_CALL_BUDGET_MS, APP_CALL_WINDOW_MS, createAppTimeShare, ORG_CALL_BUDGET_MS } from '../../core/time-share'
+import { createAppTimeShare, DEFAULT_CALL_SHARE, type CallShare } from '../../core/time-share'
 
 export const PUSH_BACKOFF_BASE_MS = 30_000
 export const PUSH_BACKOFF_MAX_MS = 3600_000
@@ -37,8 +37,9 @@ export type PushOutcome = { done: true } | { done: false; retryInMs: number; rea
 
 const NOT_SANITIZED = new Set(['received', 'sanitizing'])
 
-export function createTrackerSync(deps: { trackers: TrackersService; clock: Clock; log: Logger; publicUrl: string | undefined }) {
+export function createTrackerSync(deps: { trackers: TrackersService; clock: Clock; log: Logger; publicUrl: string | undefined; share?: CallShare }) {
   const { trackers, clock, log } = deps
+  const share = deps.share ?? DEFAULT_CALL_SHARE
   const repo = trackers.repo
   /**
    * Issues created at the tracker whose link could not be saved (the database away right then: a full
@@ -48,7 +49,7 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
    */
   const unsaved = new Map<string, { issue: TrackedIssue; size: number }>()
   /** Each App's share of the worker's tracker time, within its Org's (core/time-share.ts): a slow tracker delays its own Org's work only. */
-  const budget = createAppTimeShare(() => clock.now())
+  const budget = createAppTimeShare(() => clock.now(), share.appBudgetMs, share.orgBudgetMs, share.windowMs)
 
   async function healthy(conn: TrackerConnectionRow): Promise<void> {
     if (conn.last_error !== null) await repo.setHealth(conn.app_id, { error: null, at: null, retryAt: null })
@@ -79,7 +80,7 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
       }
       const wait = budget.waitMs(conn.app_id, conn.org_id)
       if (wait > 0) {
-        return { done: false, retryInMs: wait, reason: `the App's tracker took its share of the worker (${APP_CALL_BUDGET_MS / 1000} s of calls per ${APP_CALL_WINDOW_MS / 1000} s, ${ORG_CALL_BUDGET_MS / 1000} s for all its Org's Apps): the push waits its turn` }
+        return { done: false, retryInMs: wait, reason: `the App's tracker took its share of the worker (${share.appBudgetMs / 1000} s of calls per ${share.windowMs / 1000} s, ${share.orgBudgetMs / 1000} s for all its Org's Apps): the push waits its turn` }
       }
       const began = performance.now()
       try {

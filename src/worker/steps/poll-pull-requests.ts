@@ -19,7 +19,7 @@ import { CLOSED_PR_POLL_MS, type GitHooksRepo, type PrChange, type PrReport } fr
 import type { JobsRepo } from '../../lifecycle/jobs-repo'
 import type { JobStep } from '../loop'
 import { HostThrottled, pullNumberOf, pullRequestState } from '../../agent/hosts'
-import { createAppTimeShare } from '../../core/time-share'
+import { createAppTimeShare, DEFAULT_CALL_SHARE, type CallShare } from '../../core/time-share'
 
 /** Pull requests read per pass; a full pass comes back after PR_POLL_NEXT_BATCH_MS for the rest. */
 export const PR_POLL_BATCH = 50
@@ -44,6 +44,8 @@ export function createPollPullRequestsStep(deps: {
   gitHostAllowPrivate: boolean
   /** FIXLOOP_OUTBOUND_TIMEOUT in ms: each read's deadline. */
   outboundTimeoutMs: number
+  /** Each App's and Org's share of the worker's time for host calls (default: core/time-share.ts's). */
+  share?: CallShare
 }) {
   const { hooks, clock, log } = deps
   /** Where the next pass starts (a run id; a feedback id for closed requests): kept across passes of this process; another node starts over. */
@@ -55,7 +57,8 @@ export function createPollPullRequestsStep(deps: {
    * Each App's share of this worker's time for its host's answers (core/time-share.ts): a host that holds
    * every read to its deadline (15 s) held the worker (agent starts, reviews, tracker pushes) for 50 reads a pass.
    */
-  const share = createAppTimeShare(() => clock.now())
+  const { appBudgetMs, orgBudgetMs, windowMs } = deps.share ?? DEFAULT_CALL_SHARE
+  const share = createAppTimeShare(() => clock.now(), appBudgetMs, orgBudgetMs, windowMs)
 
   async function pass(): Promise<PollPass & { full: boolean }> {
     const batch = await hooks.openPullRequests(cursor, PR_POLL_BATCH)
