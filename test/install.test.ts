@@ -26,10 +26,12 @@ describe('package.json', () => {
     const steps = script.split('\n').filter((l) => /^(bash scripts\/test-setup\.sh|run )/.test(l))
     // The files that time what they check (write turns by the wall clock; compiled nodes with wake-up lags,
     // take-over bounds, keyed submissions that must not wait out a deadlock) run alone, one after another, after the parallel pass: write turns first, in a run of
-    // its own (after the nodes in one run, their stopping processes still used the CPU it times).
+    // its own (after the nodes in one run, their stopping processes still used the CPU it times), each after
+    // the CPUs have gone quiet.
+    expect(script.split('\n').filter((l) => /^(wait_quiet$|run )/.test(l)).slice(0, 5)).toEqual(['run bun test --timeout 60000 --parallel=4 --no-isolate "${timings[@]}" "--path-ignore-patterns=$ALONE"', 'wait_quiet', 'run bun test --timeout 60000 test/write-turns.test.ts', 'wait_quiet', 'run bun test --timeout 60000 test/cluster-mode.test.ts test/cluster-clock.test.ts test/cluster-stall.test.ts test/pg-intake-deadlock.test.ts'])
     expect(steps).toEqual([
       'bash scripts/test-setup.sh || exit 1',
-      'run bun test --timeout 60000 --parallel=3 --no-isolate "${timings[@]}" "--path-ignore-patterns=$ALONE"',
+      'run bun test --timeout 60000 --parallel=4 --no-isolate "${timings[@]}" "--path-ignore-patterns=$ALONE"',
       'run bun test --timeout 60000 test/write-turns.test.ts',
       'run bun test --timeout 60000 test/cluster-mode.test.ts test/cluster-clock.test.ts test/cluster-stall.test.ts test/pg-intake-deadlock.test.ts',
       'run env FIXLOOP_TEST_UPDATE_TIMINGS="$update_timings" bash scripts/test-pg.sh',
