@@ -652,6 +652,25 @@ describe('routes', () => {
  * one held call spends an App's share and two an Org's, as at the default 15 s, so "one call, not the
  * backlog" keeps its meaning at a third of the wait.
  */
+/**
+ * A hostile tracker (any Org may point its App at a server it runs): answers GET /user, then holds every
+ * other call open until released (`held`), so each of fixloop's calls ends at its deadline.
+ */
+function holdingTracker(): { held: Array<() => void>; hostile: ReturnType<typeof Bun.serve> } {
+  const held: Array<() => void> = []
+  const hostile = Bun.serve({
+    hostname: '127.0.0.1',
+    port: 0,
+    idleTimeout: 0,
+    fetch(req) {
+      const path = new URL(req.url).pathname
+      if (req.method === 'GET' && path === '/user') return Response.json({ login: 'evil-bot', id: 9 })
+      return new Promise<Response>((resolve) => held.push(() => resolve(Response.json({ message: 'late' }, { status: 500 }))))
+    },
+  })
+  return { held, hostile }
+}
+
 describe('trackers that hold every call to their deadline', () => {
   const DEADLINE_MS = 5_000
   let slow: TestServer
@@ -670,17 +689,7 @@ describe('trackers that hold every call to their deadline', () => {
     // every issue creation open until the deadline ends the call. The worker that runs tracker pushes (and
     // agent starts, reviews and polls) takes one job at a time: 4 such pushes used to hold it 4 deadlines
     // (~60 s at the default 15 s).
-    const held: Array<() => void> = []
-    const hostile = Bun.serve({
-      hostname: '127.0.0.1',
-      port: 0,
-      idleTimeout: 0,
-      fetch(req) {
-        const path = new URL(req.url).pathname
-        if (req.method === 'GET' && path === '/user') return Response.json({ login: 'evil-bot', id: 9 })
-        return new Promise<Response>((resolve) => held.push(() => resolve(Response.json({ message: 'late' }, { status: 500 }))))
-      },
-    })
+    const { held, hostile } = holdingTracker()
     const honest = startTrackerStub('gitea')
     try {
       const h = await seedTenant(slow.admin, {}, 'Push hostile')
@@ -710,17 +719,7 @@ describe('trackers that hold every call to their deadline', () => {
     // An Org makes as many Apps as it likes: with a share per App only, three Apps pointed at a stalling
     // tracker held the worker three calls (45 s at the default deadline) before another Org's push; six held
     // it for good.
-    const held: Array<() => void> = []
-    const hostile = Bun.serve({
-      hostname: '127.0.0.1',
-      port: 0,
-      idleTimeout: 0,
-      fetch(req) {
-        const path = new URL(req.url).pathname
-        if (req.method === 'GET' && path === '/user') return Response.json({ login: 'evil-bot', id: 9 })
-        return new Promise<Response>((resolve) => held.push(() => resolve(Response.json({ message: 'late' }, { status: 500 }))))
-      },
-    })
+    const { held, hostile } = holdingTracker()
     const honest = startTrackerStub('gitea')
     try {
       const h0 = await seedTenant(slow.admin, {}, 'Many Apps hostile')
