@@ -161,8 +161,21 @@ function megabytesOrOff(text: string | undefined, source: string, fallbackMb: nu
   return Math.round(parsePositive(text, source) * 1024 * 1024)
 }
 
+/**
+ * The number a setting's text spells in plain decimal (`8`, `0.5`), else NaN: Number() alone also reads
+ * "0x10", "1e1", " 5 " and "" (as 0), so a typo or a stray space set a value nobody wrote.
+ */
+function decimal(text: string): number {
+  return /^(\d+(\.\d+)?|\.\d+)$/.test(text) ? Number(text) : NaN
+}
+
+/** A whole number in plain decimal digits, else NaN (see `decimal`). */
+function whole(text: string): number {
+  return /^\d+$/.test(text) ? Number(text) : NaN
+}
+
 function parsePositive(text: string, source: string): number {
-  const n = Number(text)
+  const n = decimal(text)
   if (!Number.isFinite(n) || n <= 0) throw new ConfigError(`${source}: must be a positive number, got "${text}"`)
   return n
 }
@@ -172,7 +185,7 @@ function parsePositive(text: string, source: string): number {
  * refused, never clamped: a clamp let `FIXLOOP_NODE_LEASE_SECONDS=500` run with 60 without a word.
  */
 function parseInRange(text: string, source: string, min: number, max: number): number {
-  const n = Number(text)
+  const n = decimal(text)
   const ok = Number.isFinite(n) && (min === 0 ? n > 0 : n >= min) && n <= max
   if (!ok) throw new ConfigError(min === 0 ? `${source}: must be a positive number of at most ${max}, got "${text}"` : `${source}: must be a number between ${min} and ${max}, got "${text}"`)
   return n
@@ -180,20 +193,20 @@ function parseInRange(text: string, source: string, min: number, max: number): n
 
 /** A whole number in [`min`, `max`]; out of range is refused. `unit` names what is counted when the name does not ("seconds"). */
 function parseWholeInRange(text: string, source: string, min: number, max: number, unit?: string): number {
-  const n = Number(text)
+  const n = whole(text)
   if (!Number.isSafeInteger(n) || n < min || n > max) throw new ConfigError(`${source}: must be a whole number${unit ? ` of ${unit}` : ''} from ${min} to ${max}, got "${text}"`)
   return n
 }
 
 /** A whole number from 0 (off) to `max`. */
 function parseMinutesOrOff(text: string, source: string, max: number): number {
-  const n = Number(text)
+  const n = whole(text)
   if (!Number.isSafeInteger(n) || n < 0 || n > max) throw new ConfigError(`${source}: must be a whole number from 0 (off) to ${max}, got "${text}"`)
   return n
 }
 
 function parseCount(text: string, source: string): number {
-  const n = Number(text)
+  const n = whole(text)
   if (!Number.isSafeInteger(n) || n < 1) throw new ConfigError(`${source}: must be a whole number of at least 1, got "${text}"`)
   return n
 }

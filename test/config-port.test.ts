@@ -37,3 +37,32 @@ test('FIXLOOP_REDIS_URL: the path is a database number or nothing; anything else
     expect(() => loadConfig({ dataDir }, { FIXLOOP_REDIS_URL: bad }), bad).toThrow('FIXLOOP_REDIS_URL: the path is a database number (redis://host:6379/1) or nothing')
   }
 })
+
+test('number settings read plain decimal only: hex, exponents, spaces, signs and underscores are refused by name, never read as another value', () => {
+  const dataDir = tempDir('fixloop-numbers-')
+  // Whole numbers (seconds, counts, minutes-or-off) and decimals (multipliers, days) as written.
+  const ok = loadConfig({ dataDir }, { FIXLOOP_OUTBOUND_TIMEOUT: '12', FIXLOOP_AGENT_CONCURRENCY: '3', FIXLOOP_TRACKER_POLL_MINUTES: '0', FIXLOOP_RATE_LIMIT_MULTIPLIER: '0.5', FIXLOOP_WEBHOOK_TIMEOUT_SECONDS: '.5', FIXLOOP_EVENT_RETENTION_DAYS: '7' })
+  expect(ok.outboundTimeoutMs).toBe(12_000)
+  expect(ok.agentConcurrency).toBe(3)
+  expect(ok.trackerPollMinutes).toBe(0)
+  expect(ok.rateLimitMultiplier).toBe(0.5)
+  expect(ok.webhookTimeoutMs).toBe(500)
+  expect(ok.eventRetentionDays).toBe(7)
+  // Number() read each of these as a value: "1e1" as 10, "0x10" as 16, " 5 " as 5, "0b11" as 3.
+  const cases: [string, string, string][] = [
+    ['FIXLOOP_OUTBOUND_TIMEOUT', '1e1', 'must be a whole number of seconds from 1 to 20'],
+    ['FIXLOOP_OUTBOUND_TIMEOUT', '0x10', 'must be a whole number of seconds from 1 to 20'],
+    ['FIXLOOP_OUTBOUND_TIMEOUT', ' 5 ', 'must be a whole number of seconds from 1 to 20'],
+    ['FIXLOOP_AGENT_CONCURRENCY', '0b11', 'must be a whole number of at least 1'],
+    ['FIXLOOP_AGENT_CONCURRENCY', '+2', 'must be a whole number of at least 1'],
+    ['FIXLOOP_TRACKER_POLL_MINUTES', '1_0', 'must be a whole number from 0 (off)'],
+    ['FIXLOOP_TRACKER_POLL_MINUTES', '5.0', 'must be a whole number from 0 (off)'],
+    ['FIXLOOP_RATE_LIMIT_MULTIPLIER', '2e0', 'must be a positive number'],
+    ['FIXLOOP_RATE_LIMIT_MULTIPLIER', 'Infinity', 'must be a positive number'],
+    ['FIXLOOP_WEBHOOK_TIMEOUT_SECONDS', '0x5', 'must be a positive number of at most 15'],
+    ['FIXLOOP_EVENT_RETENTION_DAYS', '7 days', 'must be a positive number'],
+  ]
+  for (const [name, value, message] of cases) {
+    expect(() => loadConfig({ dataDir }, { [name]: value }), `${name}=${value}`).toThrow(`${name}: ${message}`)
+  }
+})
