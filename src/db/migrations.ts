@@ -45,6 +45,7 @@ import m0040 from '../../migrations/0040_upload_shares.sql' with { type: 'text' 
 import m0041 from '../../migrations/0041_sso_id_token.sql' with { type: 'text' }
 import m0042 from '../../migrations/0042_node_lease.sql' with { type: 'text' }
 import m0043 from '../../migrations/0043_cluster_learns.sql' with { type: 'text' }
+import m0044 from '../../migrations/0044_jobs_leased.sql' with { type: 'text' }
 
 export interface Migration {
   name: string
@@ -94,4 +95,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { name: '0041_sso_id_token', sql: m0041 },
   { name: '0042_node_lease', sql: m0042 },
   { name: '0043_cluster_learns', sql: m0043 },
+  { name: '0044_jobs_leased', sql: m0044 },
 ]

@@ -34,6 +34,7 @@ import p0026 from '../../../migrations-pg/0026_upload_shares.sql' with { type: '
 import p0027 from '../../../migrations-pg/0027_sso_id_token.sql' with { type: 'text' }
 import p0028 from '../../../migrations-pg/0028_node_lease.sql' with { type: 'text' }
 import p0029 from '../../../migrations-pg/0029_cluster_learns.sql' with { type: 'text' }
+import p0030 from '../../../migrations-pg/0030_jobs_leased.sql' with { type: 'text' }
 
 export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0000_init', sql: p0000 },
@@ -66,4 +67,5 @@ export const PG_MIGRATIONS: readonly Migration[] = [
   { name: '0027_sso_id_token', sql: p0027 },
   { name: '0028_node_lease', sql: p0028 },
   { name: '0029_cluster_learns', sql: p0029 },
+  { name: '0030_jobs_leased', sql: p0030 },
 ]

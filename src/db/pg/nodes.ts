@@ -21,11 +21,11 @@ const ACQUIRE = `INSERT INTO leases (name, holder, token, expires_at, acquired_a
   WHERE leases.holder = excluded.holder OR leases.expires_at < ${DB_NOW}
   RETURNING token`
 // A job lease whose owner is not a live node (the owner is "<node id>" or "<node id>:<role>").
-const FREE_DEAD_JOBS = `UPDATE jobs SET lease_until = NULL, lease_owner = NULL
+export const FREE_DEAD_JOBS = `UPDATE jobs SET lease_until = NULL, lease_owner = NULL
   WHERE lease_until IS NOT NULL
     AND split_part(COALESCE(lease_owner, ''), ':', 1) NOT IN (SELECT id FROM cluster_nodes WHERE ${ALIVE})`
 // Of the partitions $1, those with a processing job of one of their Apps under a lease not run out, whoever holds it.
-const IN_HAND = `SELECT DISTINCT ${PARTITION_OF_APP('app_id')} AS p FROM jobs
+export const IN_HAND = `SELECT DISTINCT ${PARTITION_OF_APP('app_id')} AS p FROM jobs
   WHERE kind IN ('process', 'batch_release') AND app_id IS NOT NULL AND lease_until >= ${DB_NOW} AND ${PARTITION_OF_APP('app_id')} = ANY($1::int[])`
 
 /**

@@ -1,0 +1,1 @@
+CREATE INDEX "jobs_leased_idx" ON "jobs" USING btree ("lease_until") WHERE lease_until IS NOT NULL;
