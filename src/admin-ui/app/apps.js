@@ -1,7 +1,7 @@
 // Orgs, Apps and an App's settings, signing secret and widget snippet.
 import { useEffect, useState } from 'preact/hooks'
 import { api } from '@fixloop/api'
-import { html, Link, navigate, useAction, useLoad, ErrorBox, Dialog, CopyField, fmtDate } from '@fixloop/ui'
+import { html, Link, navigate, useAction, useLoad, waitingFor, PendingSection, ErrorBox, Dialog, CopyField, fmtDate } from '@fixloop/ui'
 import { useReauth, confirmedFor, proofOf, canConfirm, ConfirmIdentity } from '@fixloop/reauth'
 import { PROCESSING_LABELS } from '@fixloop/labels'
 import { TrackerSection } from '@fixloop/trackers'
@@ -263,8 +263,10 @@ function Repo({ org, app, me }) {
     setSaved('Disconnected.')
     current.reload()
   })
-  if (!current.data) return html`<${ErrorBox} error=${current.error} />`
   const ro = !me.isOwner
+  // The form shows whole, once: with the stored connection and the way this admin confirms.
+  const waiting = ro ? waitingFor(current) : waitingFor(current, reauth)
+  if (waiting) return html`<${PendingSection} id="repo" title="Repository and agent" load=${waiting} />`
   // The stored token is kept only while it goes where it was given for: the same host, API URL and git
   // remote (docs/agents.md); changed, the server asks for it again, so the form does too.
   const keepsToken = c && c.hasHostToken && form.host === c.host && form.hostApiUrl.trim().replace(/\/+$/, '') === (c.hostApiUrl || '') && remoteOf(form.gitUrl.trim()) === remoteOf(c.gitUrl)
@@ -324,12 +326,12 @@ function Dedup({ org, app }) {
           a.mergeBar === null ? '' : `; one that arrived within ${percent(a.mergeWithin)} % of the App's reports of a lead merges into it at ${bar(a.mergeBar)} or more`
         }${a.longAgoBlock ? '; a bug last reported long ago is suggested, not merged' : ''}`
       : 'in no order that helps yet: arrival does not change the ranking'
+  if (waitingFor(state)) return html`<${PendingSection} id="dedup" title="Duplicate detection" load=${state} />`
   const d = state.data
-  const learned = d && d.learned.decisions.confirmed + d.learned.decisions.rejected + d.learned.decisions.unmerged > 0
+  const learned = d.learned.decisions.confirmed + d.learned.decisions.rejected + d.learned.decisions.unmerged > 0
   return html`<section aria-labelledby="dedup"><h2 id="dedup">Duplicate detection</h2>
-    <${ErrorBox} error=${state.error || resetError} />
-    ${d &&
-    html`<dl class="facts wide">
+    <${ErrorBox} error=${resetError} />
+    <dl class="facts wide">
       <dt>Merged automatically</dt><dd>at similarity ${bar(d.bars.merge)} or more</dd>
       <dt>When something else agrees</dt><dd>at ${bar(d.bars.corroboratedMerge)} or more, with the same component, console error, stack trace, title or file, path or setting named in both titles</dd>
       <dt>Suggested to a person</dt><dd>from ${bar(d.bars.suggest)} up to the merge bar</dd>
@@ -341,7 +343,7 @@ function Dedup({ org, app }) {
     </dl>
     <div class="actions"><button type="button" disabled=${busy || !learned} onClick=${reset}>Reset what the bars learned</button>
       <span class="muted small">${learned ? 'Deletes the decisions above; audited.' : 'Nothing learned yet.'}</span>
-      ${done && html`<span role="status">${done}</span>`}</div>`}
+      ${done && html`<span role="status">${done}</span>`}</div>
   </section>`
 }
 
@@ -353,6 +355,8 @@ export function AppPage({ org, appId, me }) {
   if (apps.loading && !current) return html`<p>Loading…</p>`
   if (!current) return html`<h1>404 App not found</h1><p><${Link} href=${`/admin/o/${org.id}/apps`}>All Apps</${Link}></p>`
   const snippet = `<script src="${location.origin}/widget.js" data-public-key="${current.publicKey}" async></script>`
+  // The signing secret comes before the sections that load their own data (duplicate detection, repository,
+  // tracker, mail): their answers arriving must not move its buttons under a pointer.
   return html`<p class="crumbs"><${Link} href=${`/admin/o/${org.id}/apps`}>Apps</${Link}> / ${current.name}</p>
     <h1>${current.name}</h1>
     <section aria-labelledby="install"><h2 id="install">Install the widget</h2>
@@ -360,8 +364,8 @@ export function AppPage({ org, appId, me }) {
       <${CopyField} label="Widget script tag" id="snippet" value=${snippet} multiline=${true} />
     </section>
     <${Settings} key=${current.id} org=${org} app=${current} onSaved=${setApp} />
-    <${Dedup} org=${org} app=${current} />
     ${org.role === 'owner' && html`<${Secret} org=${org} app=${current} />`}
+    <${Dedup} org=${org} app=${current} />
     ${org.role === 'owner' && html`<${Repo} key=${current.id} org=${org} app=${current} me=${me} />`}
     <p class="muted">App id <span class="mono">${current.id}</span>. The same from the command line: <code>fixloop app connect-repo ${current.id} …</code> (docs/agents.md).</p>
     <${TrackerSection} key=${`tracker-${current.id}`} org=${org} app=${current} />

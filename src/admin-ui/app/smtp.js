@@ -5,7 +5,7 @@
 // the field is required then (the rule itself is the server's).
 import { useState } from 'preact/hooks'
 import { api } from '@fixloop/api'
-import { html, useAction, useLoad, ErrorBox, Dialog, fmtDate } from '@fixloop/ui'
+import { html, useAction, useLoad, waitingFor, PendingSection, ErrorBox, Dialog, fmtDate } from '@fixloop/ui'
 import { useReauth, ConfirmIdentity, confirmFirst, canConfirm } from '@fixloop/reauth'
 
 const TLS = [
@@ -76,8 +76,9 @@ function SmtpForm({ org, app }) {
     current.reload()
   })
   const heading = html`<h2 id="smtp">Mail to reporters</h2>`
-  if (current.loading && current.data === null) return html`<section aria-labelledby="smtp">${heading}<p>Loading…</p></section>`
-  if (current.error) return html`<section aria-labelledby="smtp">${heading}<${ErrorBox} error=${current.error} /></section>`
+  // The form shows whole, once: with the stored settings and the way this admin confirms.
+  const waiting = waitingFor(current, reauth)
+  if (waiting) return html`<${PendingSection} id="smtp" title="Mail to reporters" load=${waiting} />`
   const field = (id, label, input, hint) => html`<div class="field"><label for=${id}>${label}</label>${input}${hint && html`<small id=${`${id}-hint`}>${hint}</small>`}</div>`
   return html`<section aria-labelledby="smtp">${heading}
     <p>${s

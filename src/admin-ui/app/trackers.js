@@ -4,7 +4,7 @@
 // A server without the routes (404 on GET /v1/apps/:id/tracker) shows a short note instead.
 import { useEffect, useState } from 'preact/hooks'
 import { api } from '@fixloop/api'
-import { html, useAction, useLoad, ErrorBox, Dialog, CopyField, fmtDate, webHref } from '@fixloop/ui'
+import { html, useAction, useLoad, waitingFor, PendingSection, ErrorBox, Dialog, CopyField, fmtDate, webHref } from '@fixloop/ui'
 import { useReauth, ConfirmIdentity, confirmFirst, canConfirm } from '@fixloop/reauth'
 
 export const TRACKER_NAMES = { github: 'GitHub', gitlab: 'GitLab', gitea: 'Gitea', jira: 'Jira', linear: 'Linear' }
@@ -160,8 +160,9 @@ function TrackerForm({ org, app }) {
     current.reload()
   })
   const heading = html`<h2 id="tracker">Issue tracker</h2>`
-  if (current.loading && current.data === null) return html`<section aria-labelledby="tracker">${heading}<p>Loading…</p></section>`
-  if (current.error) return html`<section aria-labelledby="tracker">${heading}<${ErrorBox} error=${current.error} /></section>`
+  // The form shows whole, once: with the stored connection and the way this admin confirms.
+  const waiting = waitingFor(current, reauth)
+  if (waiting) return html`<${PendingSection} id="tracker" title="Issue tracker" load=${waiting} />`
   if (t === undefined) return html`<section aria-labelledby="tracker">${heading}<p class="muted">This server does not offer issue-tracker sync.</p></section>`
   const kind = KINDS[form.kind] || KINDS.github
   // The stored token is kept only for the same tracker (kind and API URL): pointed elsewhere, the server

@@ -105,6 +105,22 @@ export function useLoad(fn, deps) {
   return { ...state, reload: () => setN((x) => x + 1) }
 }
 
+/** The first of `loads` (useLoad's states) whose data is not in yet: still loading, or failed; else undefined. */
+export const waitingFor = (...loads) => loads.find((l) => !l.data && (l.loading || l.error))
+
+/**
+ * A page section (`id`, `title`) whose data is not in yet (`load`, from waitingFor): "Loading…" (aria-busy)
+ * while it loads, the error with a Retry button when it failed. The heading keeps the section's place and
+ * the box keeps one height either way; no form is shown before its stored values (one drawn with the
+ * defaults could be saved over them), and nothing moves under a pointer elsewhere while it waits.
+ */
+export function PendingSection({ id, title, load }) {
+  return html`<section aria-labelledby=${id} aria-busy=${load.loading ? 'true' : undefined}><h2 id=${id}>${title}</h2>
+    <div class="pending">${load.loading
+      ? html`<p class="muted" role="status">Loading…</p>`
+      : html`<${ErrorBox} error=${load.error} /><button type="button" onClick=${load.reload}>Retry</button>`}</div></section>`
+}
+
 /** A modal dialog (native <dialog>): focus moves in, Escape closes, focus returns where it was. */
 export function Dialog({ title, onClose, children }) {
   const ref = useRef(null)
