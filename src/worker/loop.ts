@@ -10,6 +10,7 @@
  */
 import type { Clock } from '../core/clock'
 import type { Logger } from '../core/logger'
+import { jobBudget, type JobBudget } from '../core/job-budget'
 import { failureLog, type FailureLog } from '../db/outage-log'
 import { storageUnavailable } from '../db/unavailable'
 import { LeaseLost, type JobRow, type JobsRepo } from '../lifecycle/jobs-repo'
@@ -36,7 +37,12 @@ export class DeferJob extends Error {
 }
 
 export interface JobStep {
-  run(job: JobRow): Promise<void> | void
+  /**
+   * `time`: what is left of the job's lease (core/job-budget.ts; the loop always gives it, a test may
+   * not). A step that calls outside checks it before each call and stops (DeferJob) rather than run past
+   * it: past it, another worker may run the same job meanwhile.
+   */
+  run(job: JobRow, time?: JobBudget): Promise<void> | void
   /**
    * Runs several due jobs of this kind at once (e.g. in one transaction, one commit for all); resolves
    * with one entry per job, in order: undefined when it is done, else what it failed with (handled like a
@@ -129,7 +135,10 @@ export class Worker {
     if (this.unrecorded.size > 0) await this.handBackUnrecorded()
     // A job claimed before a pause: the worker holds its lease while it waits for its turn.
     let next: JobRow | null = null
+    // When the claim of the job in hand was asked (performance.now()): its lease began after, never before.
+    let claimedAt = 0
     while (ran < maxJobs && !this.stopping) {
+      if (!next) claimedAt = performance.now()
       const job = next ?? await this.jobs.claim(this.clock.now(), this.opts.leaseMs, this.owner)
       next = null
       if (!job) break
@@ -142,12 +151,13 @@ export class Worker {
         await this.runBatch(step, [job, ...more])
       } else {
         ran++
-        await this.runOne(job)
+        await this.runOne(job, claimedAt)
       }
       // Steps are mostly synchronous SQLite work: give waiting HTTP requests a turn between jobs, and while
       // submissions are pouring in, a longer pause, so intake latency does not queue behind processing.
       const pause = this.opts.saturated?.() ? this.opts.saturatedPauseMs : this.opts.busy?.() ? this.opts.busyPauseMs : 0
       if (pause > 0 && ran < maxJobs && !this.stopping) {
+        claimedAt = performance.now()
         next = await this.jobs.claim(this.clock.now(), this.opts.leaseMs, this.owner)
         // Held, so stop() hands the lease back if it comes during the pause.
         if (next) this.held.add(next.id)
@@ -157,13 +167,13 @@ export class Worker {
     return ran
   }
 
-  private async runOne(job: JobRow): Promise<void> {
+  private async runOne(job: JobRow, claimedAt: number): Promise<void> {
     const step = this.steps[job.kind]
     this.held.add(job.id)
     this.jobStartedAt = performance.now()
     try {
       if (!step) throw new Error(`no step for job kind "${job.kind}"`)
-      await step.run(job)
+      await step.run(job, jobBudget(claimedAt, this.opts.leaseMs))
       if (!step.finishesJob) await this.jobs.finish(job.id, this.owner)
       this.count(job.kind)
     } catch (e) {
