@@ -38,6 +38,13 @@ export interface JiraStub {
   requests: StubRequest[]
   /** The next request (any) answers `status` (429 → with Retry-After: `retryAfter` seconds); calls queue up. */
   failNext(status: number, retryAfter?: number): void
+  /**
+   * A slow Jira: every call on an issue (create, edit, comment, read; not /myself) is done at once and
+   * answered `ms` later (0: at once, the default). The requests of such calls are in `arrived` as they come in.
+   */
+  answerIssueCallsAfter(ms: number): void
+  /** Every request as it arrives (`requests` records it once answered). */
+  arrived: { method: string; path: string; at: number }[]
   /** Where admin webhooks go, with the secret configured on the webhook. */
   setWebhook(url: string, secret: string): void
   /** A person moves the issue to a status; the delivery is sent when a webhook is set. */
@@ -107,6 +114,8 @@ export async function startJiraStub(opts: { email?: string; token?: string } = {
   const issues = new Map<string, JiraIssue>()
   const requests: StubRequest[] = []
   const failures: { status: number; retryAfter?: number }[] = []
+  const arrived: { method: string; path: string; at: number }[] = []
+  let issueCallMs = 0
   let hook: { url: string; secret: string } | null = null
   let next = 1
   let base = ''
@@ -182,8 +191,11 @@ export async function startJiraStub(opts: { email?: string; token?: string } = {
     hostname: '127.0.0.1',
     port: 0,
     async fetch(req) {
+      const path = new URL(req.url).pathname
+      arrived.push({ method: req.method, path, at: performance.now() })
       const raw = await req.text()
       const r = await handle(req, raw)
+      if (issueCallMs > 0 && path.startsWith('/rest/api/3/issue')) await Bun.sleep(issueCallMs)
       const headers: Record<string, string> = { ...(r.headers ?? {}) }
       const text = r.body !== undefined ? JSON.stringify(r.body) : (r.text ?? '')
       headers['content-type'] = r.body !== undefined ? 'application/json;charset=UTF-8' : 'text/plain;charset=UTF-8'
@@ -205,8 +217,9 @@ export async function startJiraStub(opts: { email?: string; token?: string } = {
   const user = (o?: SendOpts) => ({ self: `${base}/rest/api/2/user?accountId=${o?.actor ?? '60c1f3a2b4d5e6f7a8b9c0d1'}`, accountId: o?.actor ?? '60c1f3a2b4d5e6f7a8b9c0d1', displayName: 'Dana Triager', active: true, accountType: 'atlassian' })
 
   return {
-    url: base, email, token, accountId, issues, requests,
+    url: base, email, token, accountId, issues, requests, arrived,
     failNext: (status, retryAfter) => { failures.push({ status, retryAfter }) },
+    answerIssueCallsAfter: (ms) => { issueCallMs = ms },
     setWebhook: (url, secret) => { hook = { url, secret } },
     async setStatus(key, name, category, o) {
       const issue = issues.get(key)

@@ -10,8 +10,9 @@
  * TLS handshake. Above 20, the longest call (Jira or Linear, 26.7 s at 20) would no longer fit two limits
  * fixloop keeps: a tracker connect through the API (`PUT /v1/apps/:id/tracker`, the dashboard) waits for
  * the tracker inside the request, which the HTTP server cuts unanswered after 30 s idle; and a tracker
- * push job (an update and a comment: two calls, 53 s at 20) runs under the worker's 60 s job lease, past
- * which /readyz reports the worker stuck and another node of a cluster may run the same push meanwhile.
+ * push's longest round (an update and a comment, or a Jira create and its retry: two calls, 53.3 s at 20)
+ * must fit in the 55 s a job has of the worker's 60 s lease (core/job-budget.ts), else no run of it would
+ * get a round done.
  */
 export const OUTBOUND_TIMEOUT_SECONDS_DEFAULT = 15
 export const OUTBOUND_TIMEOUT_SECONDS_MIN = 1

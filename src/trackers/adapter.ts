@@ -8,6 +8,8 @@
  * TrackerError whose message never carries the token (scrub it, as src/agent/git.ts `scrub` does).
  */
 import type { CheckedAddress } from '../core/address-guard'
+import type { JobBudget } from '../core/job-budget'
+import { OUTBOUND_TIMEOUT_MS_DEFAULT, saasTrackerDeadlineMs } from '../core/outbound-deadline'
 
 export const TRACKER_KINDS = ['github', 'gitlab', 'gitea', 'jira', 'linear'] as const
 export type TrackerKind = (typeof TRACKER_KINDS)[number]
@@ -33,6 +35,17 @@ export interface TrackerTarget {
    * Linear a third longer, src/core/outbound-deadline.ts). Unset: the default, 15 s.
    */
   timeoutMs?: number
+  /**
+   * The time left of the job the calls are made for (a tracker push; core/job-budget.ts): a call whose
+   * deadline would end past it is not started (OutOfJobTime). Unset: no job to end inside.
+   */
+  budget?: JobBudget
+}
+
+/** The deadline of one call to `t`'s tracker: FIXLOOP_OUTBOUND_TIMEOUT, Jira Cloud and Linear a third more. */
+export function callDeadlineMs(t: Pick<TrackerTarget, 'kind' | 'timeoutMs'>): number {
+  const outbound = t.timeoutMs ?? OUTBOUND_TIMEOUT_MS_DEFAULT
+  return t.kind === 'jira' || t.kind === 'linear' ? saasTrackerDeadlineMs(outbound) : outbound
 }
 
 /** What fixloop writes: sanitized text only, never raw (the sync service builds it). */

@@ -10,8 +10,8 @@
  */
 import { retryAfterMs, scrub } from '../core/outbound'
 import { OutboundError, requestBounded, type OutboundAnswer } from '../core/outbound-http'
-import { OUTBOUND_TIMEOUT_MS_DEFAULT } from '../core/outbound-deadline'
-import { TrackerError, type TrackerKind, type TrackerTarget } from './adapter'
+import { OutOfJobTime } from '../core/job-budget'
+import { callDeadlineMs, TrackerError, type TrackerKind, type TrackerTarget } from './adapter'
 
 /** What of an answer's text an error message quotes at most. */
 const QUOTE_MAX = 300
@@ -45,10 +45,13 @@ function resetWaitMs(reset: string | null, now = Date.now()): number | null {
 
 /**
  * Sends the call to `t`'s tracker (its token for scrubbing, its checked addresses for the connection);
- * returns the answer's JSON ({} for an empty 2xx) or throws a TrackerError.
+ * returns the answer's JSON ({} for an empty 2xx) or throws a TrackerError. Not started when its deadline
+ * would end past the job's time (`t.budget`): OutOfJobTime.
  */
-export async function callTracker(t: Pick<TrackerTarget, 'kind' | 'token' | 'addresses' | 'timeoutMs'>, call: TrackerCall, signal?: AbortSignal): Promise<unknown> {
+export async function callTracker(t: Pick<TrackerTarget, 'kind' | 'token' | 'addresses' | 'timeoutMs' | 'budget'>, call: TrackerCall, signal?: AbortSignal): Promise<unknown> {
   const { kind, token } = t
+  const timeoutMs = callDeadlineMs(t)
+  if (t.budget && !t.budget.fits(timeoutMs)) throw new OutOfJobTime(call.what)
   let res: OutboundAnswer
   try {
     res = await requestBounded({
@@ -56,7 +59,7 @@ export async function callTracker(t: Pick<TrackerTarget, 'kind' | 'token' | 'add
       method: call.method,
       headers: { 'user-agent': 'fixloop', ...(call.body === undefined ? {} : { 'content-type': 'application/json' }), ...call.headers },
       body: call.body === undefined ? undefined : JSON.stringify(call.body),
-      timeoutMs: t.timeoutMs ?? OUTBOUND_TIMEOUT_MS_DEFAULT,
+      timeoutMs,
       signal,
       addresses: t.addresses,
     })

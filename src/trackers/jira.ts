@@ -54,7 +54,7 @@ function credentials(t: TrackerTarget): { header: string; secrets: string[] } {
 
 function call(t: TrackerTarget, doing: string, method: Call['method'], path: string, body: unknown, signal?: AbortSignal): Promise<Answer> {
   const auth = credentials(t)
-  return send({ vendor: 'Jira', doing, url: `${base(t)}${path}`, method, headers: { authorization: auth.header }, body, secrets: auth.secrets, signal, addresses: t.addresses, timeoutMs: t.timeoutMs })
+  return send({ vendor: 'Jira', doing, url: `${base(t)}${path}`, method, headers: { authorization: auth.header }, body, secrets: auth.secrets, signal, addresses: t.addresses, timeoutMs: t.timeoutMs, budget: t.budget })
 }
 
 function issuePath(issueId: string): string {
@@ -106,6 +106,9 @@ async function createIssue(t: TrackerTarget, draft: IssueDraft, signal?: AbortSi
   const key = str(obj(a.json)?.key)
   if (!key || !ISSUE_KEY.test(key)) throw new TrackerError('rejected', `Jira API answered ${a.status} without an issue key`, a.status)
   // The create answer carries no status: read it once (a new issue's first status is the workflow's own).
+  // Optional: when it fails, or is not started because it would end past the job's time (OutOfJobTime,
+  // after a create and a retry as FALLBACK_ISSUE_TYPE), the issue is linked without its status name, and
+  // the next poll or webhook brings it. The retry above is not optional: OutOfJobTime there ends the push's run.
   try {
     return await readIssue(t, key, signal)
   } catch {

@@ -62,7 +62,7 @@ async function graphql(clock: Clock, t: TrackerTarget, doing: string, query: str
   const secrets = [t.token]
   // GraphQL errors come with 200 or 400 (and 401/403 from the edge): read those bodies ourselves.
   const a = await send(
-    { vendor: 'Linear', doing, url: endpoint(t), method: 'POST', headers: { authorization: authorization(t.token) }, body: { query, variables }, secrets, signal, addresses: t.addresses, timeoutMs: t.timeoutMs },
+    { vendor: 'Linear', doing, url: endpoint(t), method: 'POST', headers: { authorization: authorization(t.token) }, body: { query, variables }, secrets, signal, addresses: t.addresses, timeoutMs: t.timeoutMs, budget: t.budget },
     (s) => (s >= 200 && s < 300) || s === 400 || s === 401 || s === 403,
   )
   const body = obj(a.json)

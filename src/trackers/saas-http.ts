@@ -10,6 +10,7 @@ import { retryAfterMs, scrub } from '../core/outbound'
 import type { CheckedAddress } from '../core/address-guard'
 import { ANSWER_MAX_BYTES, OutboundError, requestBounded, type OutboundAnswer } from '../core/outbound-http'
 import { OUTBOUND_TIMEOUT_MS_DEFAULT, saasTrackerDeadlineMs } from '../core/outbound-deadline'
+import { OutOfJobTime, type JobBudget } from '../core/job-budget'
 import { TrackerError, type TrackerFailure } from './adapter'
 import { clip } from '../core/clip'
 
@@ -42,6 +43,8 @@ export interface Call {
   addresses?: CheckedAddress[]
   /** FIXLOOP_OUTBOUND_TIMEOUT in ms (the target's; unset: 15 s): the call gets a third more, 20 s by default. */
   timeoutMs?: number
+  /** The job's time (the target's): the call is not started when its deadline would end past it (OutOfJobTime). */
+  budget?: JobBudget
 }
 
 export function failureOfStatus(status: number): TrackerFailure {
@@ -64,6 +67,8 @@ export function detail(text: string, secrets: string[]): string {
  * redirects is misconfigured, and following would carry the credentials to another host.
  */
 export async function send(c: Call, passStatuses: (status: number) => boolean = (s) => s >= 200 && s < 300): Promise<Answer> {
+  const timeoutMs = saasTrackerDeadlineMs(c.timeoutMs ?? OUTBOUND_TIMEOUT_MS_DEFAULT)
+  if (c.budget && !c.budget.fits(timeoutMs)) throw new OutOfJobTime(c.doing)
   let res: OutboundAnswer
   try {
     res = await requestBounded({
@@ -71,7 +76,7 @@ export async function send(c: Call, passStatuses: (status: number) => boolean = 
       method: c.method,
       headers: { accept: 'application/json', 'user-agent': 'fixloop', ...(c.body !== undefined ? { 'content-type': 'application/json' } : {}), ...c.headers },
       body: c.body !== undefined ? JSON.stringify(c.body) : undefined,
-      timeoutMs: saasTrackerDeadlineMs(c.timeoutMs ?? OUTBOUND_TIMEOUT_MS_DEFAULT),
+      timeoutMs,
       signal: c.signal,
       addresses: c.addresses,
     })

@@ -15,7 +15,7 @@
  */
 import type { Clock } from '../../core/clock'
 import type { Logger } from '../../core/logger'
-import { TrackerError, type TrackedIssue, type TrackerKind } from '../../trackers/adapter'
+import { callDeadlineMs, TrackerError, type TrackedIssue, type TrackerKind } from '../../trackers/adapter'
 import { adapterFor } from '../../trackers/registry'
 import { isSanitized } from '../../sanitize/servable'
 import { commentDue, draftOf, growthComment } from './draft'
@@ -23,12 +23,20 @@ import { actionFor } from './mapping'
 import { linkFollows, type TrackerConnectionRow } from './repo'
 import { parseStateMap, type TrackersService } from './service'
 import { createAppTimeShare, DEFAULT_CALL_SHARE, type CallShare } from '../../core/time-share'
+import { OutOfJobTime, UNBOUNDED, type JobBudget } from '../../core/job-budget'
 
 export const PUSH_BACKOFF_BASE_MS = 30_000
 export const PUSH_BACKOFF_MAX_MS = 3600_000
 export const POLL_BATCH = 50
 /** A push re-reads the cluster after it wrote and goes again this many times at most. */
 const PUSH_ROUNDS = 3
+/**
+ * The calls a create round is checked for before it starts: Jira's create and its retry as another issue
+ * type, or Linear's and Gitea's label lookup and the create (Jira's read-back after them is optional).
+ */
+const CREATE_CALLS = 2
+/** A push that stopped short of its job's end runs again this soon, with a fresh lease. */
+export const PUSH_CONTINUES_MS = 1_000
 
 export const pushBackoffMs = (attempts: number) => Math.min(PUSH_BACKOFF_MAX_MS, PUSH_BACKOFF_BASE_MS * 2 ** Math.max(0, attempts - 1))
 
@@ -55,7 +63,13 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
     if (conn.last_error !== null) await repo.setHealth(conn.app_id, { error: null, at: null, retryAt: null })
   }
 
-  async function pushLead(feedbackId: string): Promise<PushOutcome> {
+  /**
+   * `time`: the job's (core/job-budget.ts). A round starts only when its calls fit in it at their whole
+   * deadlines, and each call is checked again as it starts (the adapters' HTTP clients: OutOfJobTime); when
+   * they do not, the push stops there and its job runs again in PUSH_CONTINUES_MS, with a fresh lease. Run
+   * past its lease, another worker (another node) could claim the same push and create a second issue.
+   */
+  async function pushLead(feedbackId: string, time: JobBudget = UNBOUNDED): Promise<PushOutcome> {
     for (let round = 0; round < PUSH_ROUNDS; round++) {
       const link = await repo.issue(feedbackId)
       if (!link || link.sync_state === 'deleted') return { done: true }
@@ -85,8 +99,11 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
       const began = performance.now()
       try {
         if (!adapter) throw new TrackerError('rejected', `${conn.kind} is not available on this server`)
-        const target = await trackers.targetOf(conn)
+        const target = { ...(await trackers.targetOf(conn)), budget: time }
         const draft = draftOf(lead, deps.publicUrl)
+        const comment = link.issue_id !== null && commentDue(link.pushed_size, size, link.commented_at, now)
+        const calls = link.issue_id === null ? (unsaved.has(feedbackId) ? 0 : CREATE_CALLS) : comment ? 2 : 1
+        if (!time.fits(calls * callDeadlineMs(target))) throw new OutOfJobTime(link.issue_id === null ? 'creating the issue' : 'bringing the issue up to date')
         if (link.issue_id === null) {
           const made = unsaved.get(feedbackId) ?? { issue: await adapter.createIssue(target, draft), size }
           unsaved.set(feedbackId, made)
@@ -100,12 +117,14 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
           unsaved.delete(feedbackId)
         } else {
           await adapter.updateIssue(target, link.issue_id, { title: draft.title, body: draft.body })
-          const comment = commentDue(link.pushed_size, size, link.commented_at, now)
           if (comment) await adapter.addComment(target, link.issue_id, growthComment(link.pushed_size, size, deps.publicUrl, lead))
           await repo.saveIssue(feedbackId, { pushed_size: size, ...(comment ? { commented_at: now } : {}), sync_state: 'synced', last_error: null, attempts: 0, retry_at: null, synced_at: clock.now() }, clock.now())
         }
         await healthy(conn)
       } catch (e) {
+        // Nothing of this round was left half-done at the tracker: no call was started that could not end
+        // (a create after its refused first try is made again next run; an update is made whole again).
+        if (e instanceof OutOfJobTime) return { done: false, retryInMs: PUSH_CONTINUES_MS, reason: e.message }
         if (!(e instanceof TrackerError)) throw e
         if (e.failure === 'not_found' && link.issue_id !== null) {
           await repo.applyNews(link.app_id, { deliveryId: null, feedbackId, state: { name: link.state_name ?? 'deleted', category: link.state_category ?? 'open' }, deleted: true, action: 'ignore' })

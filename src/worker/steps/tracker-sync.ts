@@ -14,9 +14,10 @@ const NEXT_BATCH_MS = 5_000
 
 export function createPushTrackerIssueStep(sync: TrackerSync): JobStep {
   return {
-    async run(job) {
+    async run(job, time) {
       if (!job.feedback_id) return
-      const out = await sync.pushLead(job.feedback_id)
+      // Ends inside its lease: a push that would not stops and runs again soon (sync.ts pushLead).
+      const out = await sync.pushLead(job.feedback_id, time)
       if (!out.done) throw new DeferJob(out.retryInMs, out.reason)
     },
   }
