@@ -3,8 +3,8 @@
  * (real-shaped GET pull/merge request answers): a merged request resolves its report and the lead's
  * duplicates, a closed one sends it back to awaiting_manual, a closed one reopened (within 30 days) comes
  * back to pr_opened, an open one changes nothing, a host's
- * Retry-After holds back its own App's requests only (the other Apps' are read in the same pass), and only
- * requests fixloop opened are read.
+ * Retry-After holds back its own App's requests only (the other Apps' are read in the same pass), a pass
+ * stops before a read that could outlast its job's lease, and only requests fixloop opened are read.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
@@ -19,6 +19,7 @@ import { CLOSED_PR_POLL_MS } from '../src/modules/git-hooks/repo'
 import { createPollPullRequestsStep } from '../src/worker/steps/poll-pull-requests'
 import type { RepoConnection } from '../src/modules/connections/service'
 import { Logger } from '../src/core/logger'
+import { jobBudget } from '../src/core/job-budget'
 import { seedOrgApp, sql } from './repos/store-fixtures'
 
 const TOKEN = 'stub-token-poll'
@@ -33,7 +34,7 @@ beforeAll(async () => {
   dir = tempDir('fixloop-poll-')
   barePath = makeBareRepo(dir, { 'src/app.js': 'let total = null\n' })
   pushCommit(barePath, 'fixloop/b0', { 'src/f.js': '// fix\n' })
-  for (let i = 1; i < 60; i++) git([`--git-dir=${barePath}`, 'branch', `fixloop/b${i}`, 'fixloop/b0'])
+  for (let i = 1; i < 80; i++) git([`--git-dir=${barePath}`, 'branch', `fixloop/b${i}`, 'fixloop/b0'])
   for (const kind of HOSTS) stubs[kind] = await startGitHostStub({ kind, token: TOKEN, repos: [{ owner: 'acme', name: 'app', barePath }] })
 })
 afterAll(async () => {
@@ -143,6 +144,26 @@ describeEachDialect('pull request polling', (fresh) => {
       hanging.stop(true)
     }
   }, 60_000)
+
+  test('a pass stops before a read that could outlast its job\'s lease (core/job-budget.ts); the next pass goes on from there', async () => {
+    const s = await fresh()
+    await seedOrgApp(s)
+    const step = createPollPullRequestsStep({ hooks: s.store.gitHooks, connections: { load: async (appId) => connection('github', appId) }, lifecycle: s.store.lifecycle, clock: s.clock, log: new Logger('silent'), everyMs: 600_000, gitHostAllowPrivate: true, outboundTimeoutMs: OUTBOUND_TIMEOUT_MS_DEFAULT })
+    const reports = []
+    for (const id of ['lease-1', 'lease-2', 'lease-3']) reports.push(await openedReport(s, 'github', id))
+    for (const r of reports) stubs.github.setPullState(r.number, 'merged')
+    const reads = () => stubs.github.requests.filter((r) => r.method === 'GET').length
+    const before = reads()
+    // The job's time as a host holding every read would spend it: each read its whole deadline (15 s). A
+    // 40 s lease leaves the step 36 s: two reads; the third would end past it and is not started.
+    const time = jobBudget(0, 40_000, () => (reads() - before) * OUTBOUND_TIMEOUT_MS_DEFAULT)
+    expect(await step.pass(time)).toMatchObject({ read: 2, moved: 2, failed: 0, full: true })
+    expect(reads() - before).toBe(2)
+    expect(await Promise.all(reports.map((r) => statusOf(s, r.id)))).toEqual(['resolved', 'resolved', 'pr_opened'])
+    // The next pass starts after the last request read, not over.
+    expect(await step.pass()).toMatchObject({ read: 1, moved: 1, full: false })
+    expect(await Promise.all(reports.map((r) => statusOf(s, r.id)))).toEqual(['resolved', 'resolved', 'resolved'])
+  })
 
   test('reports fixloop did not open a request for, duplicates and other statuses are never read', async () => {
     const s = await fresh()

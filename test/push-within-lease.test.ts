@@ -18,7 +18,7 @@ import { startJiraStub, type JiraStub } from './jira-stub'
 import { sql } from './repos/store-fixtures'
 import type { FreshStore } from './dialects'
 import { OUTBOUND_TIMEOUT_SECONDS_MAX, saasTrackerDeadlineMs } from '../src/core/outbound-deadline'
-import { jobTimeMs } from '../src/core/job-budget'
+import { jobBudget, jobTimeMs } from '../src/core/job-budget'
 import { Logger } from '../src/core/logger'
 import { DEFAULT_WORKER_OPTIONS, Worker } from '../src/worker/loop'
 import { createPushTrackerIssueStep } from '../src/worker/steps/tracker-sync'
@@ -156,3 +156,32 @@ describe('a tracker push whose calls are slow', () => {
   }, 120_000)
 })
 
+describe('a tracker poll pass', () => {
+  test('stops before a read that could outlast its job\'s lease; the next pass goes on from there, each issue read once', async () => {
+    const t = await jiraTenant('Poll within lease')
+    const keys: string[] = []
+    for (const text of ['Exporting the invoice list to CSV drops the last row every time', 'Dark mode toggle forgets its setting after a reload on Safari', 'Search results flicker and jump while typing in the product filter']) {
+      const lead = await submit(t, text)
+      expect((await call(server.url, 'POST', `/v1/feedback/${lead}/tracker-issue`, { auth: t.key })).status).toBe(202)
+      const link = await eventually(async () => {
+        const l = (await item(t, lead)).trackerIssue
+        return l?.syncState === 'synced' ? l : undefined
+      }, 15_000)
+      keys.push(link.key)
+    }
+    const t0 = performance.now()
+    const reads = () => issueCalls(t0).filter((c) => c.call.startsWith('GET ')).map((c) => c.call.slice('GET /rest/api/3/issue/'.length).replace(/\?.*$/, ''))
+    // The job's time as a tracker holding every read would spend it: each read its whole deadline (4 s). A
+    // 10 s lease leaves the step 9 s: two reads; the third would end past it and is not started.
+    const time = jobBudget(0, LEASE_MS, () => reads().length * JIRA_CALL_MS)
+    const first = await server.services.trackerSync.pollPass('', time)
+    expect(first).toMatchObject({ read: 2, throttled: 0 })
+    expect(first.cursor).not.toBe('')
+    let cursor = first.cursor
+    while (cursor !== '') cursor = (await server.services.trackerSync.pollPass(cursor)).cursor
+    // Read once each across the passes (the pass walks every App's issues: those of the tests above too,
+    // but for an App past its share of call time, core/time-share.ts), none twice.
+    expect(reads().filter((k) => keys.includes(k)).sort()).toEqual([...keys].sort())
+    expect(new Set(reads()).size).toBe(reads().length)
+  }, 90_000)
+})

@@ -160,8 +160,13 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
    * A 429 used to end the pass, and the next one started with the refused issue again: a tracker that
    * always throttles (an Org's own server, or a token over its rate limit) stopped the polling of every
    * other App's issues for good.
+   *
+   * `time`: the job's (core/job-budget.ts). A read whose deadline would end past it is not started: the
+   * pass stops before that issue (the cursor stays on the one before) and the next pass goes on from there.
+   * The shares bound each App and Org, not the pass: 50 issues of 50 Orgs each held to its deadline were
+   * 50 × 20 s, far past the job's lease.
    */
-  async function pollPass(cursor: string): Promise<{ cursor: string; read: number; moved: number; throttled: number }> {
+  async function pollPass(cursor: string, time: JobBudget = UNBOUNDED): Promise<{ cursor: string; read: number; moved: number; throttled: number }> {
     const batch = await repo.openIssues(cursor, POLL_BATCH)
     const conns = new Map<string, TrackerConnectionRow | undefined>()
     const failedApps = new Set<string>()
@@ -170,7 +175,9 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
     let read = 0
     let moved = 0
     let throttled = 0
+    let outOfTime = false
     for (const link of batch) {
+      const before = cursor
       cursor = link.feedback_id
       if (failedApps.has(link.app_id) || (throttledUntil.get(link.app_id) ?? 0) > clock.now() || budget.waitMs(link.app_id, link.org_id) > 0) continue
       if (!conns.has(link.app_id)) conns.set(link.app_id, await repo.connection(link.app_id))
@@ -179,7 +186,13 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
       if (conn && adapter && link.issue_id !== null && linkFollows(conn, link)) {
         const began = performance.now()
         try {
-          const issue = await adapter.readIssue(await trackers.targetOf(conn), link.issue_id).finally(() => budget.spend(link.app_id, link.org_id, performance.now() - began))
+          const target = await trackers.targetOf(conn)
+          if (!time.fits(callDeadlineMs(target))) {
+            cursor = before
+            outOfTime = true
+            break
+          }
+          const issue = await adapter.readIssue(target, link.issue_id).finally(() => budget.spend(link.app_id, link.org_id, performance.now() - began))
           read++
           const r = await repo.applyNews(link.app_id, { deliveryId: null, feedbackId: link.feedback_id, state: issue.state, deleted: false, action: actionFor(issue.state, parseStateMap(conn.state_map)) })
           if (r.outcome === 'moved') moved++
@@ -204,7 +217,7 @@ export function createTrackerSync(deps: { trackers: TrackersService; clock: Cloc
         }
       }
     }
-    return { cursor: batch.length === POLL_BATCH ? cursor : '', read, moved, throttled }
+    return { cursor: batch.length === POLL_BATCH || outOfTime ? cursor : '', read, moved, throttled }
   }
 
   return { pushLead, pollPass }

@@ -20,6 +20,7 @@ import type { JobsRepo } from '../../lifecycle/jobs-repo'
 import type { JobStep } from '../loop'
 import { HostThrottled, pullNumberOf, pullRequestState } from '../../agent/hosts'
 import { createAppTimeShare, DEFAULT_CALL_SHARE, type CallShare } from '../../core/time-share'
+import { UNBOUNDED, type JobBudget } from '../../core/job-budget'
 
 /** Pull requests read per pass; a full pass comes back after PR_POLL_NEXT_BATCH_MS for the rest. */
 export const PR_POLL_BATCH = 50
@@ -60,7 +61,13 @@ export function createPollPullRequestsStep(deps: {
   const { appBudgetMs, orgBudgetMs, windowMs } = deps.share ?? DEFAULT_CALL_SHARE
   const share = createAppTimeShare(() => clock.now(), appBudgetMs, orgBudgetMs, windowMs)
 
-  async function pass(): Promise<PollPass & { full: boolean }> {
+  /**
+   * `time`: the job's (core/job-budget.ts). A read whose deadline would end past it is not started: the
+   * pass stops before that request (the cursors stay on the ones before) and the next pass, in
+   * PR_POLL_NEXT_BATCH_MS, goes on from there. The shares bound each App and Org, not the pass: 100
+   * requests of as many Orgs each held to its deadline were 100 × 15 s, far past the job's lease.
+   */
+  async function pass(time: JobBudget = UNBOUNDED): Promise<PollPass & { full: boolean }> {
     const batch = await hooks.openPullRequests(cursor, PR_POLL_BATCH)
     const closed = await hooks.closedPullRequests(closedCursor, clock.now() - CLOSED_PR_POLL_MS, PR_POLL_BATCH)
     const conns = new Map<string, RepoConnection | null>()
@@ -68,6 +75,8 @@ export function createPollPullRequestsStep(deps: {
     for (const [appId, until] of throttledUntil) if (until <= clock.now()) throttledUntil.delete(appId)
     /** Apps whose host failed a read in this pass: their other requests wait for the next pass. */
     const failedApps = new Set<string>()
+    /** A read was due that would have ended past the job's time: the pass stops there. */
+    let outOfTime = false
     /**
      * The request's state on its host, or null: no host to ask, or the App's host asked to wait, failed a
      * read in this pass (one deadline per App and pass) or took its share of the worker's time.
@@ -78,6 +87,10 @@ export function createPollPullRequestsStep(deps: {
       const conn = conns.get(report.appId)
       const number = pullNumberOf(report.prUrl)
       if (!conn || conn.hostKind === 'none' || !conn.hostToken || !conn.hostApiUrl || number === null) return null
+      if (!time.fits(deps.outboundTimeoutMs)) {
+        outOfTime = true
+        return null
+      }
       const began = performance.now()
       try {
         const state = await pullRequestState(conn.hostKind, conn.hostApiUrl, conn.hostToken, conn.hostRepo, number, { allowPrivate: deps.gitHostAllowPrivate, timeoutMs: deps.outboundTimeoutMs }).finally(() => share.spend(report.appId, report.orgId, performance.now() - began))
@@ -106,25 +119,28 @@ export function createPollPullRequestsStep(deps: {
     }
     for (const { runId, report } of batch) {
       const state = await stateOf(report)
+      if (outOfTime) break
       if (state === 'merged' || state === 'closed') await apply(report, [state])
       cursor = runId
     }
-    for (const report of closed) {
+    if (!outOfTime && batch.length < PR_POLL_BATCH) cursor = ''
+    for (const report of outOfTime ? [] : closed) {
       const state = await stateOf(report)
+      if (outOfTime) break
       if (state === 'open') await apply(report, ['reopened'])
       if (state === 'merged') await apply(report, ['reopened', 'merged'])
       closedCursor = report.id
     }
-    if (batch.length < PR_POLL_BATCH) cursor = ''
-    if (closed.length < PR_POLL_BATCH) closedCursor = ''
+    if (!outOfTime && closed.length < PR_POLL_BATCH) closedCursor = ''
+    if (outOfTime) out.full = true
     return out
   }
 
   const step: JobStep & { pass: typeof pass } = {
     pass,
-    async run(): Promise<void> {
+    async run(_job, time): Promise<void> {
       if (deps.everyMs <= 0) return // turned off since this job was queued: not queued again
-      const done = await pass()
+      const done = await pass(time)
       const next = done.full ? PR_POLL_NEXT_BATCH_MS : deps.everyMs
       await deps.lifecycle.enqueue('pr_poll', {}, clock.now() + next)
     },

@@ -8,6 +8,7 @@ import type { Clock } from '../../core/clock'
 import type { Lifecycle } from '../../lifecycle/lifecycle'
 import type { TrackerSync } from '../../modules/trackers/sync'
 import type { JobsRepo } from '../../lifecycle/jobs-repo'
+import type { JobBudget } from '../../core/job-budget'
 import { DeferJob, type JobStep } from '../loop'
 
 const NEXT_BATCH_MS = 5_000
@@ -26,16 +27,17 @@ export function createPushTrackerIssueStep(sync: TrackerSync): JobStep {
 export function createPollTrackerIssuesStep(deps: { sync: TrackerSync; lifecycle: Lifecycle; clock: Clock; everyMs: number }): JobStep & { pass(): ReturnType<TrackerSync['pollPass']> } {
   /** Where the next pass starts (a lead id): kept across passes of this process; another node starts over. */
   let cursor = ''
-  const pass = async () => {
-    const out = await deps.sync.pollPass(cursor)
+  const pass = async (time?: JobBudget) => {
+    const out = await deps.sync.pollPass(cursor, time)
     cursor = out.cursor
     return out
   }
   return {
     pass,
-    async run() {
+    async run(_job, time) {
       if (deps.everyMs <= 0) return
-      const done = await pass()
+      // A pass that stopped short of its lease's end (sync.ts pollPass) left a cursor: the next comes soon.
+      const done = await pass(time)
       const next = done.cursor !== '' ? NEXT_BATCH_MS : deps.everyMs
       await deps.lifecycle.enqueue('tracker_poll', {}, deps.clock.now() + next)
     },
