@@ -72,6 +72,37 @@ describe('masking by mode', () => {
   })
 })
 
+describe('choices are input values too', () => {
+  test('checkbox and radio states and chosen options are not kept, in the snapshot, in mutations and in input events, in both modes', () => {
+    // rrweb masks a field's value but records `checked` on a ticked box, `selected` on a chosen option
+    // (where the widget did not mask selects) and `isChecked` in the input event of a click: which box a
+    // user ticked ("I have a heart condition") went in clear while every typed value was masked.
+    const box = (id: number, type: string) => ({ type: 2, tagName: 'input', attributes: { type, name: 'condition', value: 'heart', checked: true }, childNodes: [], id })
+    const option = { type: 2, tagName: 'option', attributes: { value: 'IR', selected: true }, childNodes: [{ type: 3, textContent: 'Iran', id: 12 }], id: 11 }
+    const select = { type: 2, tagName: 'select', attributes: { name: 'country' }, childNodes: [option], id: 10 }
+    const custom = { type: 2, tagName: 'sl-checkbox', attributes: { checked: '' }, childNodes: [], id: 13 }
+    const tab = { type: 2, tagName: 'md-tab', attributes: { selected: '' }, childNodes: [], id: 14 }
+    for (const mode of ['inputs', 'masked'] as const) {
+      const events: any[] = [
+        snapshot(box(3, 'checkbox'), box(4, 'radio'), select, custom, tab),
+        { type: 3, data: { source: 5, id: 3, text: 'heart', isChecked: true }, timestamp: 2 },
+        { type: 3, data: { source: 0, texts: [], removes: [], adds: [{ parentId: 2, nextId: null, node: box(20, 'checkbox') }], attributes: [{ id: 4, attributes: { checked: '' } }, { id: 11, attributes: { selected: '' } }, { id: 14, attributes: { selected: '' } }] }, timestamp: 3 },
+      ]
+      const out = scrubReplayEvents(events, mode).events as any[]
+      const [outBox, outRadio, outSelect, outCustom, outTab] = out[0].data.node.childNodes[0].childNodes
+      expect(outBox.attributes).toEqual({ type: 'checkbox', name: 'condition', value: '*****' })
+      expect(outRadio.attributes).toEqual({ type: 'radio', name: 'condition', value: '*****' })
+      expect(outSelect.childNodes[0].attributes).toEqual({ value: '**' })
+      expect(outCustom.attributes).toEqual({})
+      // A tab's `selected` is layout, not a choice a user typed: kept.
+      expect(outTab.attributes).toEqual({ selected: '' })
+      expect(out[1].data).toEqual({ source: 5, id: 3, text: '*****', isChecked: false })
+      expect(out[2].data.adds[0].node.attributes).toEqual({ type: 'checkbox', name: 'condition', value: '*****' })
+      expect(out[2].data.attributes).toEqual([{ id: 4, attributes: { checked: null } }, { id: 11, attributes: { selected: null } }, { id: 14, attributes: { selected: '' } }])
+    }
+  })
+})
+
 describe('URLs and sensitive names', () => {
   test('a link keeps its host and path; its query loses the token and the email; a data-api-key attribute is replaced', () => {
     const link = { type: 2, tagName: 'a', attributes: { href: 'https://app.example/reset?email=a.b%40example.com&token=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlc2lnbmF0dXJl', 'data-api-key': 'k_93hf83hf8h3f8h3f' }, childNodes: [], id: 3 }

@@ -113,6 +113,10 @@ const BODY = `
     <label>Card <input id="card" autocomplete="cc-number"></label>
     <input type="hidden" name="csrf" value="CsrfGrapefruitToken">
     <label>Promo <input id="promo" type="promo-code" value="PlatypusCode"></label>
+    <label><input id="consent" type="checkbox" checked> Newsletter</label>
+    <label><input id="condition" type="checkbox"> Heart condition</label>
+    <label><input id="plan-a" type="radio" name="plan" checked> Plan A</label>
+    <label><input id="plan-b" type="radio" name="plan"> Plan B</label>
   </form>
   <img id="logo" src="data:image/png;base64,${PNG_BASE64}" alt="Gooseberry logo" width="40" height="30">
   <canvas id="cv" width="60" height="40"></canvas>
@@ -138,6 +142,9 @@ async function fillForm(page: Page): Promise<void> {
   await page.locator('#card').pressSequentially('5555 4444 3333 1111')
   await page.evaluate(() => ((document.getElementById('pw') as HTMLInputElement).type = 'text'))
   await page.locator('#pw').pressSequentially('RevealedSaffron')
+  await page.locator('#condition').check()
+  await page.locator('#plan-b').check()
+  await page.locator('#consent').uncheck()
   await page.evaluate(() => {
     console.error('Nebula console failure')
     return fetch('/no-such-route').catch(() => undefined)
@@ -217,6 +224,12 @@ test('inputs: the page text is recorded, input values never (passwords included,
     for (const secret of ['wisteria', 'Hunter2', 'Cobalt', '4444 3333', 'Revealed', 'Saffron', 'Grapefruit', 'Platypus', 'Pumpernickel', 'Quokka']) expect(text).not.toContain(secret)
     // Nothing of the widget itself: its shadow DOM, its stylesheets, the report's text.
     for (const own of ['Describe the problem', 'Report a problem', 'fl-text', '--fixloop-accent', 'Inputs replay report']) expect(text).not.toContain(own)
+    // Which boxes were ticked is an input value too: the clicks are recorded, their states are not (a box
+    // ticked at load, one ticked and one unticked by the user, a radio chosen).
+    expect(text).toContain('Heart condition')
+    expect(text).toMatch(/"isChecked":false/)
+    expect(text).not.toMatch(/"isChecked":true/)
+    expect(text).not.toMatch(/"checked":(true|"")/)
   } finally {
     await context.close()
   }

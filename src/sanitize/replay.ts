@@ -7,7 +7,8 @@
  *
  * On top of the rules, what the App's replay mode promises is enforced here too (a widget could be old,
  * buggy or hostile): `masked` masks every text node and input value, `inputs` every input value; a
- * password field's value is removed in every mode (its input events keep their place with an empty text).
+ * password field's value is removed in every mode (its input events keep their place with an empty text),
+ * and so are checkbox and radio states and chosen options (`checked`, `selected`, `isChecked`).
  *
  * Pure and bounded by its input: the caller (modules/uploads/replay-blob.ts) has capped the size and the
  * nesting depth before parsing, so the recursion here is shallow.
@@ -105,6 +106,14 @@ export function scrubReplayEvents(events: unknown[], masking: ReplayMasking): Re
         if (id !== undefined) passwordIds.add(id)
         if ('value' in attrs) delete attrs.value
       }
+      // A checkbox's or radio's state and a chosen <option> are input values too (rrweb records them as
+      // `checked` / `selected` beside the masked `value`): which box a user ticked can say as much as what
+      // they typed (a consent, a diagnosis, a country). Removed in every mode; `checked` on any element (a
+      // web component's checkbox carries it too), `selected` on an option.
+      if (attrs) {
+        delete attrs.checked
+        if (tag === 'option') delete attrs.selected
+      }
       if (attrs) scrubAttributes(attrs, VALUE_TAGS.has(tag), tag === 'style')
       const isStyle = tag === 'style'
       if (Array.isArray(n.childNodes)) for (const c of n.childNodes) scrubNode(c, isStyle)
@@ -177,15 +186,23 @@ export function scrubReplayEvents(events: unknown[], masking: ReplayMasking): Re
         const set = attrs as Record<string, unknown>
         if (id !== undefined && typeof set.type === 'string' && set.type.toLowerCase() === 'password') passwordIds.add(id)
         if (id !== undefined && passwordIds.has(id) && 'value' in set) delete set.value
+        // A box ticked or an option chosen by script shows as an attribute change: an input value too
+        // (null: the attribute removed, so the box plays unticked).
+        if ('checked' in set) set.checked = null
+        if ('selected' in set && id !== undefined && valueIds.has(id)) set.selected = null
         scrubAttributes(set, id !== undefined && valueIds.has(id), false)
       }
     }
     for (const k of Object.keys(data)) if (!['adds', 'texts', 'attributes', 'removes', 'source'].includes(k)) data[k] = scrubValue(data[k], k)
   }
 
-  /** An input event: a password's text is removed, any other value masked (both modes mask input values). */
+  /**
+   * An input event: a password's text is removed, any other value masked (both modes mask input values),
+   * and a checkbox's or radio's state is not kept (every box plays unticked).
+   */
   function scrubInput(data: Record<string, unknown>): void {
     const id = typeof data.id === 'number' ? data.id : undefined
+    if ('isChecked' in data) data.isChecked = false
     if (typeof data.text === 'string') {
       if (id !== undefined && passwordIds.has(id)) {
         data.text = ''

@@ -8,7 +8,7 @@ import type { ReplayRecorder, ReplaySettings } from '../types'
 import { REPLAY_KEY, shared } from '../safe-dom'
 import { ReplayBuffer, type TimedEvent } from './buffer'
 import { contextEvents, pack } from './pack'
-import { maskEventAttributes, recordOptions } from './privacy'
+import { hideChoices, maskEventAttributes, recordOptions } from './privacy'
 import { ownEventsFilter } from './own'
 import { privateMasker } from './private'
 
@@ -32,6 +32,7 @@ function startRecorder(settings: ReplaySettings, host: Element, memoryBytes?: nu
       const e = ownEvents(event as unknown as TimedEvent)
       if (!e) return
       maskPrivate(e)
+      hideChoices(e)
       if (masked) maskEventAttributes(e)
       buffer.push(e)
     },

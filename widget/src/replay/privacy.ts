@@ -6,7 +6,7 @@
  * (the screenshot's marker) is masked (and their attributes, shadow trees included: private.ts).
  * "inputs" records the page's text (contenteditable text is input: masked). "masked" masks every text
  * node and the text-bearing attributes (title, alt, placeholder, aria-label…), and blocks images, video,
- * canvas, iframes and embedded objects.
+ * canvas, iframes and embedded objects. Every mode: checkbox and radio states are not recorded (hideChoices).
  */
 import type { TimedEvent } from './buffer'
 
@@ -42,6 +42,7 @@ export function recordOptions(mode: 'masked' | 'inputs') {
 
 interface SerializedNode {
   type: number
+  tagName?: string
   attributes?: Record<string, unknown>
   childNodes?: SerializedNode[]
 }
@@ -70,4 +71,29 @@ export function maskEventAttributes(event: TimedEvent): void {
     for (const a of data.adds ?? []) maskNode(a.node)
     for (const a of data.attributes ?? []) maskAttributes(a.attributes)
   }
+}
+
+function unchooseNode(node: SerializedNode | undefined): void {
+  if (!node) return
+  if (node.attributes) {
+    delete node.attributes.checked
+    if (node.tagName === 'option') delete node.attributes.selected
+  }
+  if (node.childNodes) for (const c of node.childNodes) unchooseNode(c)
+}
+
+/**
+ * Every mode: a checkbox's or radio's state is an input value like any other, so it is not recorded (every
+ * box plays unticked): rrweb masks the value of a field but records `checked` on a ticked box and
+ * `isChecked` in the input event of a click, and which box a user ticked can say as much as what they typed
+ * (a consent, a condition). A chosen option is masked by rrweb itself (maskInputOptions.select). The server
+ * removes the same (src/sanitize/replay.ts), for a recording made by anything else.
+ */
+export function hideChoices(event: TimedEvent): void {
+  const data = event.data as { node?: SerializedNode; source?: number; adds?: { node: SerializedNode }[]; attributes?: { attributes: Record<string, unknown> }[]; isChecked?: boolean }
+  if (event.type === 2) unchooseNode(data.node)
+  else if (event.type === 3 && data.source === 0) {
+    for (const a of data.adds ?? []) unchooseNode(a.node)
+    for (const a of data.attributes ?? []) if ('checked' in a.attributes) a.attributes.checked = null
+  } else if (event.type === 3 && data.source === 5 && 'isChecked' in data) data.isChecked = false
 }
