@@ -148,8 +148,7 @@ export class ConfigError extends Error {}
 type Env = Record<string, string | undefined>
 
 function parsePort(text: string, source: string): number {
-  // Decimal digits only: Number() also reads "0x1F90", "8e3" and " 80 " as ports.
-  const n = /^\d{1,5}$/.test(text) ? Number(text) : NaN
+  const n = whole(text)
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new ConfigError(`${source}: port must be an integer 0-65535, got "${text}"`)
   return n
 }

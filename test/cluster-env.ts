@@ -146,3 +146,13 @@ export async function clusterEnv(databaseUrl?: string, options: { migrated?: boo
     FIXLOOP_S3_SECRET_KEY: 'S3RVER',
   }
 }
+
+/**
+ * A node's cross-node wake-ups (`fixloop_wake_messages_total`) in one direction, from its /metrics
+ * (`token`: its FIXLOOP_METRICS_TOKEN, when set). `heard` counts only messages of nodes it takes for peers.
+ */
+export async function wakeCount(node: { url: string }, direction: 'published' | 'heard', token?: string): Promise<number> {
+  const text = await (await fetch(`${node.url}/metrics`, token ? { headers: { authorization: `Bearer ${token}` } } : {})).text()
+  const line = text.split('\n').find((l) => l.startsWith('fixloop_wake_messages_total{') && l.includes(`direction="${direction}"`))
+  return Number(line?.split(' ').at(-1) ?? NaN)
+}

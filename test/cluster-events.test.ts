@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import type { Pool } from 'pg'
 import { eventually, runBinary, spawnServer, tempDir } from './harness'
-import { clusterEnv, startRedis, type RedisServer } from './cluster-env'
+import { clusterEnv, startRedis, wakeCount, type RedisServer } from './cluster-env'
 import { sharedPostgres } from './dialects'
 import { openPool } from '../src/db/pg/client-options'
 import { RedisLink } from '../src/nodes/redis-link'
@@ -58,13 +58,6 @@ async function cluster(on: RedisServer) {
 }
 
 const METRICS_TOKEN = 'cluster-events-metrics'
-
-/** A node's wake-ups heard from the other nodes of its cluster (fixloop_wake_messages_total, /metrics). */
-async function heardFromPeers(node: { url: string }): Promise<number> {
-  const text = await (await fetch(`${node.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text()
-  const line = text.split('\n').find((l) => l.startsWith('fixloop_wake_messages_total{') && l.includes('direction="heard"'))
-  return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0
-}
 
 /** Calls of the statements whose text contains `fragment`, in this database, since the last reset. */
 async function calls(pool: Pool, fragment: string): Promise<number> {
@@ -153,7 +146,7 @@ describe('event news between two nodes', () => {
     // Each node hears the other from its next beat on (alive in the database then): wait until each has
     // heard the other's heartbeat message. A fixed 6 s (one 5 s beat and a second) was once too short on a
     // loaded machine: neither node listened to the other yet, so the flood woke nothing (0 reads).
-    await eventually(async () => ((await Promise.all([c.a, c.b].map(heardFromPeers))).every((n) => n > 0) ? true : undefined), 30_000)
+    await eventually(async () => ((await Promise.all([c.a, c.b].map((n) => wakeCount(n, 'heard', METRICS_TOKEN)))).every((n) => n > 0) ? true : undefined), 30_000)
     const ids = (await c.pool.query<{ id: string }>('SELECT id FROM cluster_nodes ORDER BY id')).rows.map((r) => r.id)
     expect(ids.length).toBe(2)
     const forger = new RedisLink(redis.url)

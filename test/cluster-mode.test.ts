@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { Pool } from 'pg'
 import { call, eventually, runBinary, spawnServer } from './harness'
 import { clusterDirs } from './cluster-cli'
-import { clusterEnv, startRedis, type RedisServer } from './cluster-env'
+import { clusterEnv, startRedis, wakeCount, type RedisServer } from './cluster-env'
 import { openPool } from '../src/db/pg/client-options'
 import { PARTITION_OF_APP } from '../src/db/pg/jobs'
 import { SlackStub } from './slack-stub'
@@ -125,13 +125,6 @@ async function clusteredBy(node: Node): Promise<number> {
   const text = await (await fetch(`${node.url}/metrics`)).text()
   const line = text.split('\n').find((l) => l.startsWith('fixloop_node_jobs_done_total{') && l.includes('kind="process"'))
   return Number(line?.split(' ').at(-1) ?? 0)
-}
-
-/** A node's cross-node wake-ups (`fixloop_wake_messages_total`) in one direction, from its /metrics. */
-async function wakeCount(node: Node, direction: 'published' | 'heard'): Promise<number> {
-  const text = await (await fetch(`${node.url}/metrics`)).text()
-  const line = text.split('\n').find((l) => l.startsWith('fixloop_wake_messages_total{') && l.includes(`direction="${direction}"`))
-  return Number(line?.split(' ').at(-1) ?? NaN)
 }
 
 /** `count` submissions spread round-robin over `targets`, `concurrency` at a time, bounded in time too. */
